@@ -1,0 +1,458 @@
+"""The one path every front door uses: span in -> assemble -> rules -> sinks.
+
+Two ways in: :meth:`Engine.start` + :meth:`Engine.end` in process (the span processor), which
+routes each span to its trajectory through its parent; and :meth:`Engine.end` alone (replay,
+collector side), which keys trajectories by trace and finalises one when the trace's local
+root ends. State is bounded everywhere and each drop is counted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import structlog
+
+from . import _semconv as sc
+from . import extract
+from .cost import llm_cost
+from .policy import Policy
+from .rules import Check, Finish, Rule, builtin_rules
+from .trajectory import AgentSpan, Conversation, LLMCall, ToolStep, Trajectory, short_hash
+from .violation import Violation
+
+log = structlog.get_logger("otel_agenteval")
+
+Sink = Callable[[Violation], None]
+FinishSink = Callable[[Trajectory, list[str]], None]
+
+
+class _Root:
+    """Where a span's trajectory lives: keyed by the outermost agent span (or local root)."""
+
+    __slots__ = ("key", "trace_id", "start_ns", "service", "agent_name", "named", "traj", "done")
+
+    def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
+        self.key = key
+        self.trace_id = trace_id
+        self.start_ns = start_ns
+        self.service = service
+        self.agent_name: str | None = None
+        self.named = False  # agent_name came from an explicit attribute
+        self.traj: Trajectory | None = None
+        self.done = False
+
+
+def _service(span: Any) -> str:
+    res = span.resource
+    name = res.attributes.get(sc.SERVICE_NAME) if res is not None else None
+    return str(name) if name else "unknown"
+
+
+def _is_local_root(span: Any) -> bool:
+    parent = span.parent
+    return parent is None or parent.is_remote
+
+
+class Engine:
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        rules: Iterable[Rule] | None = None,
+        on_violation: Sequence[Sink] = (),
+        on_finish: Sequence[FinishSink] = (),
+        on_tool_call: Callable[[str, str, str, bool], None] | None = None,
+    ) -> None:
+        self.policy = policy
+        lim = policy.limits
+        self._max_open = lim.max_open_trajectories
+        self._max_steps = lim.max_steps_per_trajectory
+        self._ttl_ns = int(lim.trajectory_ttl_s * 1e9)
+        self._conv_ttl_ns = int(lim.conversation_ttl_s * 1e9)
+        self._max_conv = lim.max_conversations
+        self._max_routes = lim.max_open_spans
+        self._late_memory = lim.late_memory
+        if rules is None:
+            rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
+        self._rules = tuple(rules)
+        self._on_violation = tuple(on_violation)
+        self._on_finish = tuple(on_finish)
+        self._on_tool_call = on_tool_call
+        self._evicted: list[tuple[Trajectory, list[Violation]]] = []
+        self._lock = threading.Lock()
+        self._routes: dict[int, _Root] = {}
+        self._trace_roots: dict[int, _Root] = {}
+        self._recent_done: OrderedDict[int, None] = OrderedDict()
+        self._open: OrderedDict[int, Trajectory] = OrderedDict()
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._now = 0
+        self._next_sweep = 0
+        self.stats: dict[str, Any] = {
+            "spans": {"tool": 0, "llm": 0, "agent": 0, "other": 0},
+            "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
+            "conversations_evicted": {"capacity": 0, "ttl": 0},
+            "late": 0,
+            "steps_dropped": 0,
+            "routes_dropped": 0,
+            "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
+        }
+
+    # --- front door: span start (in process only) ---------------------------------------------
+    def start(self, span: Any) -> None:
+        parent = span.parent
+        ctx = span.context
+        with self._lock:
+            root = None if parent is None or parent.is_remote else self._routes.get(parent.span_id)
+            if root is None or (root.traj is None and not root.named and root.agent_name is None
+                                and extract.is_agent_at_start(span)):
+                # a local root, or the outermost agent span under a non-agent root
+                root = _Root(ctx.span_id, ctx.trace_id, span.start_time or 0, _service(span))
+                if extract.is_agent_at_start(span):
+                    self._name_at_start(root, span, own=True)
+            elif extract.is_agent_at_start(span):
+                self._name_at_start(root, span, own=False)
+            routes = self._routes
+            routes[ctx.span_id] = root
+            if len(routes) > self._max_routes:
+                del routes[next(iter(routes))]
+                self.stats["routes_dropped"] += 1
+
+    def _name_at_start(self, root: _Root, span: Any, own: bool) -> None:
+        attrs = span.attributes or {}
+        explicit = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+        if explicit:
+            if own or not root.named:
+                self._set_name(root, str(explicit), named=True)
+            return
+        if root.agent_name is None:
+            guess = extract.agent_name_at_start(span)
+            if guess is None and not own and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+                guess = span.name  # OpenInference names a nested agent span after the agent
+            if guess:
+                self._set_name(root, guess, named=False)
+
+    def _set_name(self, root: _Root, name: str, named: bool) -> None:
+        root.agent_name = name
+        root.named = named
+        t = root.traj
+        if t is not None and t.agent_name != name:
+            t.agent_name = name
+            t.extra["check"] = None
+
+    # --- front door: span end -----------------------------------------------------------------
+    def end(self, span: Any) -> None:
+        kind = extract.classify(span)
+        item: ToolStep | LLMCall | AgentSpan | None
+        if kind is extract.TOOL:
+            item = extract.tool_step(span)
+        elif kind is extract.LLM:
+            item = extract.llm_call(span)
+        elif kind is extract.AGENT:
+            item = extract.agent_span(span)
+        else:
+            item = None
+        with self._lock:
+            out = self._end_locked(span, kind, item)
+        if out is not None:
+            self._deliver(*out)
+
+    def _end_locked(self, span: Any, kind: str | None, item: Any) -> Any:
+        stats = self.stats
+        stats["spans"][kind or "other"] += 1
+        ctx = span.context
+        end_ns = span.end_time or 0
+        if end_ns > self._now:
+            self._now = end_ns
+        root = self._routes.pop(ctx.span_id, None)
+        by_trace = root is None
+        if by_trace:
+            root = self._trace_roots.get(ctx.trace_id)
+            if root is None:
+                if ctx.trace_id in self._recent_done:
+                    stats["late"] += 1
+                    return None
+                if item is None:  # no agent activity seen in this trace: nothing to keep
+                    swept = self._maybe_sweep()
+                    return None if swept is None else (swept[0], None, swept[1])
+                root = _Root(ctx.trace_id, ctx.trace_id, span.start_time or 0, _service(span))
+                self._trace_roots[ctx.trace_id] = root
+        if root.done:
+            stats["late"] += 1
+            return None
+        violations: list[Violation] = []
+        tool_call = None
+        if item is not None:
+            t = self._trajectory(root, span)
+            t.last_seen_ns = end_ns
+            if kind is extract.TOOL:
+                self._tool(t, item, violations)
+                tool_call = (t.service_name, t.agent_name, item.tool, item.ok)
+            elif kind is extract.LLM:
+                self._llm(t, item, violations)
+            else:
+                own = _is_local_root(span) if by_trace else ctx.span_id == root.key
+                self._agent(root, t, item, own)
+        is_root_end = _is_local_root(span) if by_trace else ctx.span_id == root.key
+        finished = None
+        if is_root_end:
+            if by_trace:
+                del self._trace_roots[root.key]
+                self._remember_done(root.key)
+            if root.traj is not None and root.traj.root is None:
+                outcome, ok = extract.root_outcome(span)
+                root.traj.root = AgentSpan(name=None, span_id=ctx.span_id, trace_id=ctx.trace_id,
+                                           start_ns=span.start_time or 0, end_ns=end_ns, ok=ok,
+                                           is_root=True, outcome=outcome)
+            finished = self._finalise(root, "root_end", end_ns, violations)
+        swept = self._maybe_sweep()
+        if not violations and tool_call is None and finished is None and swept is None:
+            return None
+        done = [finished] if finished is not None else []
+        if swept is not None:
+            violations.extend(swept[0])
+            done.extend(swept[1])
+        return violations, tool_call, done
+
+    # --- assemble -------------------------------------------------------------------------------
+    def _trajectory(self, root: _Root, span: Any) -> Trajectory:
+        t = root.traj
+        if t is None:
+            start = root.start_ns or span.start_time or 0
+            t = Trajectory(key=root.key, trace_id=root.trace_id, service_name=root.service,
+                           started_ns=start, agent_name=root.agent_name or "unknown", last_seen_ns=start)
+            t.extra["root"] = root
+            root.traj = t
+            self._open[root.key] = t
+            if len(self._open) > self._max_open:
+                _, oldest = self._open.popitem(last=False)
+                self._evict(oldest, "capacity")
+        else:
+            self._open.move_to_end(root.key)
+        return t
+
+    def _bind_conversation(self, t: Trajectory, cid: str | None) -> None:
+        if cid is None or t.conversation_id is not None:
+            return
+        t.conversation_id = cid
+        convs = self._conversations
+        conv = convs.get(cid)
+        if conv is None:
+            conv = Conversation(id=cid, last_seen_ns=self._now)
+            convs[cid] = conv
+            if len(convs) > self._max_conv:
+                convs.popitem(last=False)
+                self.stats["conversations_evicted"]["capacity"] += 1
+        else:
+            convs.move_to_end(cid)
+            conv.last_seen_ns = self._now
+        t.conversation = conv
+
+    def _check(self, t: Trajectory) -> Check:
+        c: Check | None = t.extra.get("check")
+        if c is None:
+            c = Check(t, self.policy, self.policy.budget_for(t.agent_name))
+            t.extra["check"] = c
+        return c
+
+    def _run_rules(self, event: Any, t: Trajectory, out: list[Violation]) -> None:
+        check = self._check(t)
+        for rule in self._rules:
+            try:
+                found = rule(event, check)
+            except Exception:  # a broken rule must not break the host or the other rules
+                self.stats["errors"]["rule"] += 1
+                continue
+            if found:
+                out.extend(found)
+
+    def _tool(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
+        self._bind_conversation(t, step.conversation_id)
+        if step.agent_name and not t.extra["root"].named:
+            self._set_name(t.extra["root"], str(step.agent_name), named=True)
+        self._run_rules(step, t, out)
+        t.tool_calls += 1
+        if len(t.steps) < self._max_steps:
+            step.index = len(t.steps)
+            t.steps.append(step)
+        else:
+            t.steps_dropped += 1
+            self.stats["steps_dropped"] += 1
+        if self.policy.is_write(step.tool):
+            (t.writes_ok if step.ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
+
+    def _llm(self, t: Trajectory, call: LLMCall, out: list[Violation]) -> None:
+        self._bind_conversation(t, call.conversation_id)
+        call.cost_usd = llm_cost(self.policy, call.model, call.input_tokens, call.output_tokens)
+        self._run_rules(call, t, out)
+        t.llm_calls += 1
+        t.input_tokens += call.input_tokens
+        t.output_tokens += call.output_tokens
+        t.cost_usd += call.cost_usd
+
+    def _agent(self, root: _Root, t: Trajectory, info: AgentSpan, own: bool) -> None:
+        self._bind_conversation(t, info.conversation_id)
+        if info.name and (own or not root.named):
+            self._set_name(root, info.name, named=True)
+        if own or t.root is None:
+            t.root = info
+
+    # --- finalise --------------------------------------------------------------------------------
+    def _finalise(self, root: _Root, reason: str, end_ns: int, out: list[Violation]) -> Trajectory | None:
+        root.done = True
+        t = root.traj
+        if t is None:
+            return None
+        self._open.pop(t.key, None)
+        if t.last_seen_ns < end_ns:
+            t.last_seen_ns = end_ns
+        r = t.root
+        if t.llm_calls == 0 and r is not None and (r.input_tokens or r.output_tokens):
+            t.input_tokens, t.output_tokens = r.input_tokens, r.output_tokens
+            t.cost_usd = llm_cost(self.policy, r.model, r.input_tokens, r.output_tokens)
+        self._run_rules(Finish(end_ns=end_ns, reason=reason), t, out)
+        t.outcome = self._outcome(t, reason)
+        t.steps.sort(key=lambda s: s.start_ns)
+        for i, s in enumerate(t.steps):
+            s.index = i
+        conv = t.conversation
+        if conv is not None:
+            for k, v in t.writes_ok.items():
+                conv.writes_ok.setdefault(k, v)
+            for k, v in t.writes_failed.items():
+                conv.writes_failed.setdefault(k, v)
+            conv.last_seen_ns = max(conv.last_seen_ns, t.last_seen_ns)
+        t.finished = True
+        t.extra.pop("check", None)
+        t.extra.pop("root", None)
+        return t
+
+    def _outcome(self, t: Trajectory, reason: str) -> Any:
+        if reason != "root_end":
+            return "incomplete"
+        r = t.root
+        if r is not None and r.outcome in ("success", "failure"):
+            return r.outcome
+        wanted = self.policy.outcome.success_when
+        if wanted and any(s.ok and s.tool in wanted for s in t.steps):
+            return "success"
+        if r is not None and not r.ok:
+            return "failure"
+        return "unknown"
+
+    def _evict(self, t: Trajectory, reason: str) -> None:
+        """Finalise early as ``incomplete``; delivered with the next output (or at flush)."""
+        root: _Root = t.extra["root"]
+        self.stats["evicted"][reason] += 1
+        if root.key == root.trace_id and self._trace_roots.get(root.key) is root:
+            del self._trace_roots[root.key]
+            self._remember_done(root.key)
+        found: list[Violation] = []
+        f = self._finalise(root, reason, max(self._now, t.last_seen_ns), found)
+        if f is not None:
+            self._evicted.append((f, found))
+
+    def _remember_done(self, trace_id: int) -> None:
+        rd = self._recent_done
+        rd[trace_id] = None
+        if len(rd) > self._late_memory:
+            rd.popitem(last=False)
+
+    def _maybe_sweep(self) -> Any:
+        now = self._now
+        if now >= self._next_sweep:
+            self._next_sweep = now + 1_000_000_000  # at most once a second of span time
+            open_ = self._open
+            limit = now - self._ttl_ns
+            while open_:
+                t = next(iter(open_.values()))
+                if t.last_seen_ns >= limit:
+                    break
+                open_.popitem(last=False)
+                self._evict(t, "ttl")
+            convs = self._conversations
+            climit = now - self._conv_ttl_ns
+            while convs:
+                c = next(iter(convs.values()))
+                if c.last_seen_ns >= climit:
+                    break
+                convs.popitem(last=False)
+                self.stats["conversations_evicted"]["ttl"] += 1
+        if not self._evicted:
+            return None
+        evicted, self._evicted = self._evicted, []
+        return [v for _, found in evicted for v in found], [f for f, _ in evicted]
+
+    # --- flush / shutdown -------------------------------------------------------------------------
+    def finalise_all(self, reason: str = "shutdown") -> None:
+        """Finalise everything still open as ``incomplete`` (flush and shutdown)."""
+        with self._lock:
+            for t in list(self._open.values()):
+                self._open.pop(t.key, None)
+                self._evict(t, reason)
+            self._trace_roots.clear()
+            evicted, self._evicted = self._evicted, []
+        for f, found in evicted:
+            self._deliver(found, None, [f])
+
+    # --- count: sinks, outside the lock ----------------------------------------------------------
+    def _deliver(self, violations: list[Violation], tool_call: tuple[str, str, str, bool] | None,
+                 finished: list[Trajectory]) -> None:
+        if tool_call is not None and self._on_tool_call is not None:
+            try:
+                self._on_tool_call(*tool_call)
+            except Exception:
+                self.stats["errors"]["finish"] += 1
+        for v in violations:
+            self._log(v)
+            for cb in self._on_violation:
+                try:
+                    cb(v)
+                except Exception:
+                    self.stats["errors"]["callback"] += 1
+        for t in finished:
+            redundant = redundant_calls(t, self.policy)
+            for done in self._on_finish:
+                try:
+                    done(t, redundant)
+                except Exception:
+                    self.stats["errors"]["finish"] += 1
+
+    def _log(self, v: Violation) -> None:
+        try:
+            fields = {"rule": v.rule, "severity": v.severity, "agent": v.agent, "tool": v.tool,
+                      "trace_id": v.trace_id, "span_id": v.span_id, "service_name": v.service_name,
+                      "conversation": short_hash(v.conversation_id) if v.conversation_id else None,
+                      **v.details}
+            log.warning(f"agenteval.violation: {v.message}", **fields)
+        except Exception:
+            self.stats["errors"]["callback"] += 1
+
+    @property
+    def open_trajectories(self) -> int:
+        return len(self._open)
+
+
+def redundant_calls(t: Trajectory, policy: Policy) -> list[str]:
+    """Non-write tools called again with identical arguments in one trajectory.
+
+    Groups by the raw argument text first, so a run that calls each tool once parses nothing.
+    """
+    by_tool: dict[str, list[ToolStep]] = {}
+    for s in t.steps:
+        if not policy.is_write(s.tool):
+            by_tool.setdefault(s.tool, []).append(s)
+    out: list[str] = []
+    for tool, steps in by_tool.items():
+        if len(steps) < 2:
+            continue
+        seen: set[str] = set()
+        for s in steps:
+            k = s.arguments_key
+            if k in seen:
+                out.append(tool)
+            else:
+                seen.add(k)
+    return out

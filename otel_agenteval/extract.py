@@ -1,0 +1,250 @@
+"""Span -> tool step, LLM call, agent span, or nothing. Pure functions, read at span end.
+
+Works on anything shaped like the SDK's ``ReadableSpan`` (``name``, ``context``, ``parent``,
+``start_time``, ``end_time``, ``status``, ``attributes``, ``events``, ``resource``): the
+processor hands real spans, the replay readers hand :class:`~otel_agenteval.spanview.RecordedSpan`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, Literal
+
+from opentelemetry.trace import StatusCode
+
+from . import _semconv as sc
+from .trajectory import AgentSpan, LLMCall, ToolStep
+
+Kind = Literal["tool", "llm", "agent"]
+TOOL: Final = "tool"
+LLM: Final = "llm"
+AGENT: Final = "agent"
+
+_OP_KIND: dict[str, Kind] = {sc.OP_EXECUTE_TOOL: TOOL, sc.OP_INVOKE_AGENT: AGENT}
+_OP_KIND.update({op: LLM for op in sc.LLM_OPERATIONS})
+_OI_KIND: dict[str, Kind] = {sc.OI_TOOL: TOOL, sc.OI_LLM: LLM, sc.OI_AGENT: AGENT}
+
+
+def classify(span: Any) -> Kind | None:
+    """What a finished span is, from its attributes; the span name only as a tie-breaker."""
+    attrs = span.attributes
+    if not attrs:
+        return None
+    op = attrs.get(sc.OPERATION_NAME)
+    if op is not None:
+        return _OP_KIND.get(op)
+    oi = attrs.get(sc.OI_SPAN_KIND)
+    if oi is not None:
+        return _OI_KIND.get(oi)
+    name = span.name
+    if sc.TOOL_NAME in attrs and name.startswith(sc.NAME_EXECUTE_TOOL):
+        return TOOL
+    if name == sc.NAME_LEGACY_TOOL and (sc.LEGACY_TOOL_ARGUMENTS in attrs or sc.TOOL_NAME in attrs):
+        return TOOL
+    if name == sc.NAME_LEGACY_AGENT and sc.LEGACY_AGENT_NAME in attrs:
+        return AGENT
+    return None
+
+
+def is_agent_at_start(span: Any) -> bool:
+    """Whether a span that is only starting is an agent span (several frameworks set little then)."""
+    attrs = span.attributes
+    if attrs:
+        op = attrs.get(sc.OPERATION_NAME)
+        if op is not None:
+            return op == sc.OP_INVOKE_AGENT
+        if attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+            return True
+    name = span.name
+    return name.startswith(sc.NAME_INVOKE_AGENT) or name == sc.NAME_LEGACY_AGENT
+
+
+def agent_name_at_start(span: Any) -> str | None:
+    attrs = span.attributes or {}
+    name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    if name:
+        return str(name)
+    return _name_from_span_name(span.name)
+
+
+def _name_from_span_name(name: str) -> str | None:
+    if name.startswith(sc.NAME_INVOKE_AGENT + " "):
+        return name[len(sc.NAME_INVOKE_AGENT) + 1 :].strip() or None
+    return None
+
+
+def _is_error(span: Any, attrs: Any) -> bool:
+    code = span.status.status_code
+    if code is StatusCode.ERROR:
+        return True
+    return attrs.get(sc.TOOL_STATUS) == "error"
+
+
+def error_type(span: Any) -> str | None:
+    attrs = span.attributes or {}
+    et = attrs.get(sc.ERROR_TYPE)
+    if et:
+        return str(et)
+    for ev in span.events or ():
+        if ev.name == sc.EVENT_EXCEPTION:
+            t = (ev.attributes or {}).get("exception.type")
+            if t:
+                return str(t).rsplit(".", 1)[-1]
+    return "error"
+
+
+def _conversation(attrs: Any) -> str | None:
+    cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
+    return str(cid) if cid else None
+
+
+def _event_attr(span: Any, event_name: str, key: str) -> Any:
+    for ev in span.events or ():
+        if ev.name == event_name:
+            value = (ev.attributes or {}).get(key)
+            if value is not None:
+                return value
+    return None
+
+
+def tool_name(span: Any) -> str:
+    attrs = span.attributes
+    name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
+    if name:
+        return str(name)
+    if span.name.startswith(sc.NAME_EXECUTE_TOOL):
+        return span.name[len(sc.NAME_EXECUTE_TOOL) :].strip() or "unknown"
+    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL:
+        return span.name or "unknown"
+    return "unknown"
+
+
+def tool_step(span: Any) -> ToolStep:
+    """A finished tool span as a step. Arguments and results stay raw: parsed only if needed."""
+    attrs = span.attributes
+    ok = not _is_error(span, attrs)
+    args = attrs.get(sc.TOOL_CALL_ARGUMENTS)
+    if args is None:
+        args = attrs.get(sc.OI_INPUT_VALUE)
+        if args is None:
+            args = attrs.get(sc.LEGACY_TOOL_ARGUMENTS)
+            if args is None and span.events:  # Strands default mode: content only in events
+                args = _event_attr(span, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
+    result = attrs.get(sc.TOOL_CALL_RESULT)
+    if result is None:
+        result = attrs.get(sc.OI_OUTPUT_VALUE)
+        if result is None:
+            result = attrs.get(sc.LEGACY_TOOL_RESPONSE)
+            if result is None and span.events:
+                result = _event_attr(span, sc.EVENT_CHOICE, sc.EVENT_ATTR_MESSAGE)
+    call_id = attrs.get(sc.TOOL_CALL_ID)
+    ctx = span.context
+    return ToolStep(
+        tool=tool_name(span),
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time or 0,
+        span_id=ctx.span_id,
+        trace_id=ctx.trace_id,
+        ok=ok,
+        error_type=None if ok else error_type(span),
+        call_id=str(call_id) if call_id else None,
+        raw_arguments=args,
+        raw_result=result,
+        conversation_id=_conversation(attrs),
+        agent_name=attrs.get(sc.AGENT_NAME),
+    )
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def llm_call(span: Any) -> LLMCall:
+    """A finished model-call span. Tokens are counted here and only here."""
+    attrs = span.attributes
+    inp = attrs.get(sc.USAGE_INPUT_TOKENS)
+    if inp is None:
+        inp = attrs.get(sc.USAGE_PROMPT_TOKENS)
+        if inp is None:
+            inp = attrs.get(sc.OI_PROMPT_TOKENS)
+    out = attrs.get(sc.USAGE_OUTPUT_TOKENS)
+    if out is None:
+        out = attrs.get(sc.USAGE_COMPLETION_TOKENS)
+        if out is None:
+            out = attrs.get(sc.OI_COMPLETION_TOKENS)
+    model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get(sc.OI_MODEL_NAME)
+    ctx = span.context
+    return LLMCall(
+        model=str(model) if model else None,
+        input_tokens=_int(inp),
+        output_tokens=_int(out),
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time or 0,
+        span_id=ctx.span_id,
+        trace_id=ctx.trace_id,
+        ok=span.status.status_code is not StatusCode.ERROR,
+        conversation_id=_conversation(attrs),
+        agent_name=attrs.get(sc.AGENT_NAME),
+    )
+
+
+def agent_span(span: Any) -> AgentSpan:
+    """A finished agent span: name, conversation, outcome, and aggregated totals (fallback only)."""
+    attrs = span.attributes or {}
+    name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    inp = attrs.get(sc.AGG_INPUT_TOKENS)
+    if inp is None:
+        inp = attrs.get(sc.USAGE_INPUT_TOKENS)
+    out = attrs.get(sc.AGG_OUTPUT_TOKENS)
+    if out is None:
+        out = attrs.get(sc.USAGE_OUTPUT_TOKENS)
+    outcome = attrs.get(sc.AE_OUTCOME)
+    model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get("model_name")
+    ctx = span.context
+    return AgentSpan(
+        name=str(name) if name else _name_from_span_name(span.name),
+        span_id=ctx.span_id,
+        trace_id=ctx.trace_id,
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time or 0,
+        ok=span.status.status_code is not StatusCode.ERROR,
+        conversation_id=_conversation(attrs),
+        outcome=str(outcome) if outcome else None,
+        model=str(model) if model else None,
+        input_tokens=_int(inp),
+        output_tokens=_int(out),
+    )
+
+
+def root_outcome(span: Any) -> tuple[str | None, bool]:
+    """For a non-agent local root: the explicit outcome attribute and whether it is OK."""
+    attrs = span.attributes or {}
+    outcome = attrs.get(sc.AE_OUTCOME)
+    return (str(outcome) if outcome else None, span.status.status_code is not StatusCode.ERROR)
+
+
+def result_text(raw: Any) -> str | None:
+    """A tool result as plain text: unwraps ``[{"text": …}]`` and serialised ToolMessages."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        return str(raw)
+    text = raw.strip()
+    if text[:1] not in ("[", "{"):
+        return raw
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return raw
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "text" in v for v in value):
+        return "\n".join(str(v["text"]) for v in value)
+    if isinstance(value, dict):
+        kwargs = value.get("kwargs")
+        if value.get("lc") and isinstance(kwargs, dict) and "content" in kwargs:
+            return str(kwargs["content"])  # LangChain ToolMessage
+        if value.get("type") == "tool" and "content" in value:
+            return str(value["content"])
+    return raw

@@ -1,0 +1,169 @@
+"""Every Prometheus metric this package exports, declared in one place.
+
+Names and labels are a contract: dashboards and alert rules are written against them.
+Hot counters (spans seen, late spans, drops, errors) are plain ints kept by the engine and
+read at scrape time by :class:`SelfCollector`, so the per-span path does no metric work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .rules import KNOWN_RULES
+from .trajectory import Trajectory
+from .violation import Violation
+
+STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
+DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+COST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+OUTCOMES = ("success", "failure", "unknown", "incomplete")
+BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration")
+AGENT_LABELS = ("service_name", "agent_name")
+OTHER = "other"
+MAX_LABEL_LEN = 64
+
+
+class ToolLabels:
+    """Tool names for labels, capped: the policy's tools always, then the first N others."""
+
+    def __init__(self, known: Iterable[str], cap: int) -> None:
+        self._allowed = {t[:MAX_LABEL_LEN] for t in known}
+        self._cap = len(self._allowed) + cap
+
+    def __call__(self, tool: str | None) -> str:
+        if tool is None:
+            return ""
+        if tool in self._allowed:
+            return tool
+        if len(self._allowed) < self._cap:
+            label = tool[:MAX_LABEL_LEN]
+            self._allowed.add(label)
+            return label
+        return OTHER
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
+                 rules: dict[str, str] | None = None) -> None:
+        r = REGISTRY if registry is None else registry
+        self.registry = r
+        self.tool_label = ToolLabels(known_tools, max_tool_labels)
+        self._rules = dict(KNOWN_RULES) if rules is None else rules
+        self.trajectories = Counter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
+                                    (*AGENT_LABELS, "outcome"), registry=r)
+        self.steps = Histogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
+                               AGENT_LABELS, buckets=STEP_BUCKETS, registry=r)
+        self.llm_calls = Histogram("agenteval_trajectory_llm_calls", "LLM calls per finished trajectory.",
+                                   AGENT_LABELS, buckets=STEP_BUCKETS, registry=r)
+        self.duration = Histogram("agenteval_trajectory_duration_seconds", "Wall time of finished trajectories.",
+                                  (*AGENT_LABELS, "outcome"), buckets=DURATION_BUCKETS, registry=r)
+        self.cost = Histogram("agenteval_trajectory_cost_usd", "Model cost of finished trajectories in USD.",
+                              (*AGENT_LABELS, "outcome"), buckets=COST_BUCKETS, registry=r)
+        self.tokens = Counter("agenteval_tokens", "Model tokens, from LLM spans (agent totals only as fallback).",
+                              (*AGENT_LABELS, "type"), registry=r)
+        self.tool_calls = Counter("agenteval_tool_calls", "Tool calls, as each tool span ends.",
+                                  (*AGENT_LABELS, "tool", "status"), registry=r)
+        self.violations = Counter("agenteval_violations", "Broken invariants, as the offending step ends.",
+                                  (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
+        self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
+                                       (*AGENT_LABELS, "budget"), registry=r)
+        self.redundant = Counter("agenteval_redundant_calls",
+                                 "Non-write tool calls repeating an identical call in the same trajectory.",
+                                 (*AGENT_LABELS, "tool"), registry=r)
+        self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
+        self._agents: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._tools: dict[tuple[str, str, str, bool], Any] = {}
+
+    # --- per-agent children, bound once ---------------------------------------------------------
+    def _agent(self, service: str, agent: str) -> tuple[Any, ...]:
+        key = (service, agent)
+        series = self._agents.get(key)
+        if series is None:
+            series = (
+                self.steps.labels(service, agent),
+                self.llm_calls.labels(service, agent),
+                self.tokens.labels(service, agent, "input"),
+                self.tokens.labels(service, agent, "output"),
+            )
+            for outcome in OUTCOMES:
+                self.trajectories.labels(service, agent, outcome)
+            for rule, severity in self._rules.items():
+                self.violations.labels(service, agent, rule, "", severity)
+            for budget in BUDGETS:
+                self.budget_breaches.labels(service, agent, budget)
+            self._agents[key] = series
+        return series
+
+    def tool_call(self, service: str, agent: str, tool: str, ok: bool) -> None:
+        key = (service, agent, tool, ok)
+        child = self._tools.get(key)
+        if child is None:
+            child = self.tool_calls.labels(service, agent, self.tool_label(tool), "ok" if ok else "error")
+            self._tools[key] = child
+        child.inc()
+
+    def violation(self, v: Violation) -> None:
+        self._agent(v.service_name, v.agent)
+        self.violations.labels(v.service_name, v.agent, v.rule, self.tool_label(v.tool), v.severity).inc(
+            exemplar={"trace_id": v.trace_id})
+        if v.rule == "budget_breach":
+            self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
+
+    def finished(self, t: Trajectory, redundant: Iterable[str]) -> None:
+        service, agent, outcome = t.service_name, t.agent_name, t.outcome
+        steps, llm, tok_in, tok_out = self._agent(service, agent)
+        exemplar = {"trace_id": t.trace_hex}
+        steps.observe(t.tool_calls, exemplar)
+        llm.observe(t.llm_calls, exemplar)
+        if t.input_tokens:
+            tok_in.inc(t.input_tokens)
+        if t.output_tokens:
+            tok_out.inc(t.output_tokens)
+        self.trajectories.labels(service, agent, outcome).inc()
+        self.duration.labels(service, agent, outcome).observe(t.duration_s, exemplar)
+        self.cost.labels(service, agent, outcome).observe(t.cost_usd, exemplar)
+        for tool in redundant:
+            self.redundant.labels(service, agent, self.tool_label(tool)).inc()
+
+
+class SelfCollector(Collector):
+    """The monitor's own health, read from the engine's plain counters at scrape time."""
+
+    def __init__(self, stats: Callable[[], dict[str, Any]]) -> None:
+        self._stats = stats
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        s = self._stats()
+        spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
+        for kind, n in sorted(s["spans"].items()):
+            spans.add_metric((kind,), n)
+        yield spans
+        evicted = CounterMetricFamily("agenteval_trajectories_evicted",
+                                      "Trajectories finalised early as incomplete, by reason.", labels=("reason",))
+        for reason, n in sorted(s["evicted"].items()):
+            evicted.add_metric((reason,), n)
+        yield evicted
+        yield CounterMetricFamily("agenteval_late_spans", "Spans that ended after their trajectory was finalised.",
+                                  value=s["late"])
+        yield CounterMetricFamily("agenteval_steps_dropped",
+                                  "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
+                                  value=s["steps_dropped"])
+        conv = CounterMetricFamily("agenteval_conversations_evicted", "Conversation states dropped, by reason.",
+                                   labels=("reason",))
+        for reason, n in sorted(s["conversations_evicted"].items()):
+            conv.add_metric((reason,), n)
+        yield conv
+        errors = CounterMetricFamily("agenteval_processor_errors",
+                                     "Exceptions caught inside the processor (never raised to the host), by stage.",
+                                     labels=("stage",))
+        for stage, n in sorted(s["errors"].items()):
+            errors.add_metric((stage,), n)
+        yield errors

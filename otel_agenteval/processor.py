@@ -1,0 +1,89 @@
+"""``TrajectoryProcessor``: the span processor users add to their ``TracerProvider``.
+
+``on_start``/``on_end`` never raise, never block on I/O, and hold the engine's lock only
+for bookkeeping: rules, metrics, logs and ``on_violation`` callbacks run after it is released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from prometheus_client import CollectorRegistry
+
+from .engine import Engine
+from .metrics import Metrics, SelfCollector
+from .policy import Policy
+from .rules import KNOWN_RULES, Rule
+from .trajectory import Trajectory
+from .violation import Violation
+
+
+class TrajectoryProcessor(SpanProcessor):
+    """Rebuilds agent trajectories from finished spans, checks them inline, counts them.
+
+    >>> provider.add_span_processor(TrajectoryProcessor(Policy.from_file("agenteval.yaml")))
+    """
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        registry: CollectorRegistry | None = None,
+        on_violation: Iterable[Callable[[Violation], None]] = (),
+        on_trajectory: Iterable[Callable[[Trajectory], None]] = (),
+        rules: Sequence[Rule] | None = None,
+    ) -> None:
+        self.policy = policy if policy is not None else Policy()
+        rule_names = {r: s for r, s in KNOWN_RULES.items() if self.policy.rule_enabled(r)}
+        self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names)
+        user_done = tuple(on_trajectory)
+
+        def finished(t: Trajectory, redundant: list[str]) -> None:
+            self.metrics.finished(t, redundant)
+            for cb in user_done:
+                cb(t)
+
+        self.engine = Engine(
+            self.policy,
+            rules=rules,
+            on_violation=(self.metrics.violation, *on_violation),
+            on_finish=(finished,),
+            on_tool_call=self.metrics.tool_call,
+        )
+        self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
+        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats))
+        self._shut = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            self.engine.start(span)
+        except Exception:
+            self.engine.stats["errors"]["on_start"] += 1
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            self.engine.end(span)
+        except Exception:
+            self.engine.stats["errors"]["on_end"] += 1
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Finalise every open trajectory as ``incomplete`` so nothing in flight is lost."""
+        try:
+            self.engine.finalise_all("shutdown")
+        except Exception:
+            self.engine.stats["errors"]["shutdown"] += 1
+            return False
+        return True
+
+    def shutdown(self) -> None:
+        if self._shut:
+            return
+        self._shut = True
+        self.force_flush()
+
+    def stats(self) -> dict[str, Any]:
+        """A copy of the processor's own counters (spans, evictions, late spans, errors)."""
+        return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.engine.stats.items()}

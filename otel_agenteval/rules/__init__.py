@@ -1,0 +1,92 @@
+"""Rules: small plain callables ``rule(event, check) -> violations``.
+
+``event`` is a :class:`~otel_agenteval.trajectory.ToolStep` (a tool span just ended), an
+:class:`~otel_agenteval.trajectory.LLMCall`, or :class:`Finish` (the trajectory is being
+finalised). ``check`` is a :class:`Check`: a read-only view of the trajectory, its
+conversation and the policy, plus :meth:`Check.violation` to build a finding. A rule returns
+an iterable of violations, or ``None`` when nothing is wrong. Rules run before the engine
+records the event, so the trajectory holds only what came *before* it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ..policy import Budget, Policy, Severity
+from ..trajectory import Conversation, LLMCall, ToolStep, Trajectory, short_hash
+from ..violation import Violation
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The trajectory is ending: its root span ended, or it was evicted (``reason``)."""
+
+    end_ns: int
+    reason: str  # "root_end" | "ttl" | "capacity" | "shutdown"
+
+
+Event = Union[ToolStep, LLMCall, Finish]
+
+
+class Check:
+    """What a rule sees: the trajectory so far, its conversation, the policy."""
+
+    __slots__ = ("trajectory", "policy", "budget")
+
+    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
+        self.trajectory = trajectory
+        self.policy = policy
+        self.budget = budget
+
+    @property
+    def conversation(self) -> Conversation | None:
+        return self.trajectory.conversation
+
+    def violation(
+        self,
+        rule: str,
+        default_severity: Severity,
+        message: str,
+        step: ToolStep | LLMCall | None = None,
+        **details: Any,
+    ) -> Violation:
+        t = self.trajectory
+        tool = step.tool if isinstance(step, ToolStep) else None
+        if isinstance(step, ToolStep) and step.raw_arguments is not None:
+            details.setdefault("arguments_hash", short_hash(step.arguments_key))
+        return Violation(
+            rule=rule,
+            severity=self.policy.severity_of(rule, default_severity),
+            agent=t.agent_name,
+            tool=tool,
+            trace_id=t.trace_hex,
+            span_id=format(step.span_id, "016x") if step is not None else None,
+            conversation_id=t.conversation_id,
+            message=message,
+            details=details,
+            service_name=t.service_name,
+        )
+
+
+Rule = Callable[[Event, Check], Union[Iterable[Violation], None]]
+
+
+def builtin_rules() -> dict[str, Rule]:
+    """Every built-in rule, by the name used in ``policy.rules`` and metric labels."""
+    from .budgets import budget_breach
+    from .writes import duplicate_write
+
+    return {"duplicate_write": duplicate_write, "budget_breach": budget_breach}
+
+
+# Rule names a rule function may emit (a rule can emit more than one name), with default
+# severities; used to pre-initialise metric series.
+KNOWN_RULES: dict[str, Severity] = {
+    "duplicate_write": "critical",
+    "write_retried_after_error": "warning",
+    "budget_breach": "warning",
+}
+
+__all__ = ["Check", "Event", "Finish", "KNOWN_RULES", "Rule", "builtin_rules"]

@@ -1,0 +1,62 @@
+"""``budget_breach``: steps, LLM calls, tokens, cost and duration, once per budget per run."""
+
+from __future__ import annotations
+
+from . import Check, Event, Finish
+from ..trajectory import LLMCall, ToolStep
+from ..violation import Violation
+
+
+def budget_breach(event: Event, check: Check) -> list[Violation] | None:
+    """Fires at the event that crosses a budget. Counts include ``event`` itself."""
+    b = check.budget
+    t = check.trajectory
+    out: list[Violation] = []
+    fired = t.budgets_fired
+
+    def breach(budget: str, used: float, limit: float, step: ToolStep | LLMCall | None) -> None:
+        if budget in fired:
+            return
+        fired.add(budget)
+        out.append(
+            check.violation(
+                "budget_breach",
+                "warning",
+                f"{budget} budget exceeded: {used:g} > {limit:g}",
+                step,
+                budget=budget,
+                used=used,
+                limit=limit,
+            )
+        )
+
+    if isinstance(event, ToolStep):
+        if b.max_steps is not None and t.tool_calls + 1 > b.max_steps:
+            breach("steps", t.tool_calls + 1, b.max_steps, event)
+        end_ns = event.end_ns
+    elif isinstance(event, LLMCall):
+        if b.max_llm_calls is not None and t.llm_calls + 1 > b.max_llm_calls:
+            breach("llm_calls", t.llm_calls + 1, b.max_llm_calls, event)
+        tokens = t.input_tokens + t.output_tokens + event.input_tokens + event.output_tokens
+        if b.max_tokens is not None and tokens > b.max_tokens:
+            breach("tokens", tokens, b.max_tokens, event)
+        if b.max_cost_usd is not None:
+            cost = t.cost_usd + event.cost_usd
+            if cost > b.max_cost_usd:
+                breach("cost", round(cost, 6), b.max_cost_usd, event)
+        end_ns = event.end_ns
+    else:
+        assert isinstance(event, Finish)
+        end_ns = event.end_ns
+        if b.max_tokens is not None and t.llm_calls == 0 and t.root is not None:
+            tokens = t.input_tokens + t.output_tokens
+            if tokens > b.max_tokens:
+                breach("tokens", tokens, b.max_tokens, None)
+        if b.max_cost_usd is not None and t.cost_usd > b.max_cost_usd:
+            breach("cost", round(t.cost_usd, 6), b.max_cost_usd, None)
+    if b.max_duration_s is not None:
+        elapsed = max(0, end_ns - t.started_ns) / 1e9
+        if elapsed > b.max_duration_s:
+            step = event if not isinstance(event, Finish) else None
+            breach("duration", round(elapsed, 3), b.max_duration_s, step)
+    return out or None

@@ -1,0 +1,185 @@
+"""The domain objects: a tool step, an LLM call, a trajectory and its conversation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["success", "failure", "unknown", "incomplete"]
+
+
+def normalise_value(value: Any) -> Any:
+    """Strip strings, recurse into containers, sort nothing (dict equality ignores order)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict):
+        return {str(k).strip(): normalise_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalise_value(v) for v in value]
+    return value
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool arguments as a dict: JSON object strings parsed, a bare value kept as ``input``.
+
+    LangChain passes a one-argument tool's bare value (``'88120'``) rather than JSON.
+    """
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return normalise_value(raw)  # type: ignore[no-any-return]
+    if isinstance(raw, (bytes, bytearray)):
+        raw = raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text[:1] in ("{", "["):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return {"input": text}
+            if isinstance(value, dict):
+                return normalise_value(value)  # type: ignore[no-any-return]
+            return {"input": normalise_value(value)}
+        return {"input": text}
+    return {"input": raw}
+
+
+def arguments_key(args: dict[str, Any]) -> str:
+    """A canonical text of normalised arguments: equal keys mean equal calls."""
+    return json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def short_hash(text: str) -> str:
+    """A short stable hash for logs: argument values never go out in clear."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+@dataclass(slots=True)
+class ToolStep:
+    """One tool call, as read from a finished tool span."""
+
+    tool: str
+    start_ns: int
+    end_ns: int
+    span_id: int
+    trace_id: int
+    ok: bool = True
+    error_type: str | None = None
+    call_id: str | None = None
+    raw_arguments: Any = None
+    raw_result: Any = None
+    conversation_id: str | None = None
+    agent_name: str | None = None
+    index: int = -1  # position in the trajectory, set when appended
+    _args: dict[str, Any] | None = None
+    _key: str | None = None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """Normalised arguments, parsed on first use (lazily: most steps never need them)."""
+        if self._args is None:
+            self._args = parse_arguments(self.raw_arguments)
+        return self._args
+
+    @property
+    def arguments_key(self) -> str:
+        if self._key is None:
+            self._key = arguments_key(self.arguments)
+        return self._key
+
+    @property
+    def call_key(self) -> tuple[str, str]:
+        return (self.tool, self.arguments_key)
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.end_ns - self.start_ns) / 1e9
+
+
+@dataclass(slots=True)
+class LLMCall:
+    """One model call, as read from a finished chat/LLM span."""
+
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    start_ns: int
+    end_ns: int
+    span_id: int
+    trace_id: int
+    ok: bool = True
+    conversation_id: str | None = None
+    agent_name: str | None = None
+    cost_usd: float = 0.0  # priced by the engine from the policy's table
+
+
+@dataclass(slots=True)
+class AgentSpan:
+    """An agent (or local root) span, read at start and again at end."""
+
+    name: str | None
+    span_id: int
+    trace_id: int
+    start_ns: int
+    end_ns: int = 0
+    ok: bool = True
+    is_root: bool = False
+    conversation_id: str | None = None
+    outcome: str | None = None
+    model: str | None = None
+    input_tokens: int = 0  # aggregated totals, used only when no LLM span was seen
+    output_tokens: int = 0
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Conversation:
+    """State that outlives one trajectory: what earlier turns wrote."""
+
+    id: str
+    last_seen_ns: int
+    writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)  # call key -> trace hex
+    writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # room for rules of later issues
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """One agent run: the steps under its outermost agent span (or local root)."""
+
+    key: int
+    trace_id: int
+    service_name: str
+    started_ns: int
+    agent_name: str = "unknown"
+    root: AgentSpan | None = None
+    conversation: Conversation | None = None
+    conversation_id: str | None = None
+    steps: list[ToolStep] = field(default_factory=list)
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    last_seen_ns: int = 0
+    steps_dropped: int = 0
+    tool_calls: int = 0
+    writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)
+    writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
+    calls_seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    budgets_fired: set[str] = field(default_factory=set)
+    root_attributes: dict[str, Any] = field(default_factory=dict)
+    agent_spans_named: bool = False
+    finished: bool = False
+    outcome: Outcome = "unknown"
+    extra: dict[str, Any] = field(default_factory=dict)  # room for rules of later issues
+
+    @property
+    def trace_hex(self) -> str:
+        return format(self.trace_id, "032x")
+
+    @property
+    def duration_s(self) -> float:
+        end = self.root.end_ns if self.root is not None and self.root.end_ns else self.last_seen_ns
+        return max(0, end - self.started_ns) / 1e9
