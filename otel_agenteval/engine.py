@@ -32,7 +32,7 @@ FinishSink = Callable[[Trajectory, list[str]], None]
 class _Root:
     """Where a span's trajectory lives: keyed by the outermost agent span (or local root)."""
 
-    __slots__ = ("key", "trace_id", "start_ns", "service", "agent_name", "named", "traj", "done")
+    __slots__ = ("key", "trace_id", "start_ns", "service", "agent_name", "named", "traj", "done", "attributes")
 
     def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
         self.key = key
@@ -43,6 +43,7 @@ class _Root:
         self.named = False  # agent_name came from an explicit attribute
         self.traj: Trajectory | None = None
         self.done = False
+        self.attributes: dict[str, Any] = {}  # the root span's, read at start and again at end
 
 
 def _service(span: Any) -> str:
@@ -110,6 +111,8 @@ class Engine:
                                 and extract.is_agent_at_start(span)):
                 # a local root, or the outermost agent span under a non-agent root
                 root = _Root(ctx.span_id, ctx.trace_id, span.start_time or 0, _service(span))
+                if span.attributes:
+                    root.attributes.update(span.attributes)
                 if extract.is_agent_at_start(span):
                     self._name_at_start(root, span, own=True)
             elif extract.is_agent_at_start(span):
@@ -198,6 +201,8 @@ class Engine:
         is_root_end = _is_local_root(span) if by_trace else ctx.span_id == root.key
         finished = None
         if is_root_end:
+            if span.attributes:
+                root.attributes.update(span.attributes)
             if by_trace:
                 del self._trace_roots[root.key]
                 self._remember_done(root.key)
@@ -224,6 +229,7 @@ class Engine:
             t = Trajectory(key=root.key, trace_id=root.trace_id, service_name=root.service,
                            started_ns=start, agent_name=root.agent_name or "unknown", last_seen_ns=start)
             t.extra["root"] = root
+            t.root_attributes = root.attributes
             root.traj = t
             self._open[root.key] = t
             if len(self._open) > self._max_open:
