@@ -1,0 +1,147 @@
+"""``otel-agenteval demo``: a simulated support agent, traced, checked and counted live."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sys
+import time
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry
+
+from .policy import Policy, PolicyError
+from .processor import TrajectoryProcessor
+from .summary import RunSummary
+
+HELP = "Run a simulated customer-support agent through the processor; serve /metrics; print a summary."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", type=int, default=300, help="agent runs to simulate (default 300)")
+    p.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    p.add_argument("--policy", help="policy YAML (default: the built-in support policy)")
+    p.add_argument("--port", type=int, default=9464, help="port for /metrics (default 9464)")
+    p.add_argument("--addr", default="127.0.0.1", help="address for /metrics (default 127.0.0.1)")
+    p.add_argument("--no-serve", action="store_true", help="do not serve /metrics")
+    p.add_argument("--rate", type=float, default=0.0, help="runs per second (default 0: as fast as possible)")
+    p.add_argument("--forever", action="store_true", help="keep running until stopped (SIGINT/SIGTERM)")
+    p.add_argument("--linger", type=float, default=0.0, help="keep serving /metrics this many seconds at the end")
+    p.add_argument("--service-name", default="support-demo", help="resource service.name")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="summary format")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--verbose", "-v", action="store_true", help="log each violation to stderr as it is found")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ._demo_world import DEMO_POLICY, SupportWorld
+
+    if args.runs < 0 or args.rate < 0:
+        print("demo: --runs and --rate must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        policy = Policy.from_file(args.policy) if args.policy else Policy.from_dict(DEMO_POLICY, "built-in policy")
+    except PolicyError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    _configure_logging(args.verbose)
+    registry = CollectorRegistry()
+    summary = RunSummary()
+    processor = TrajectoryProcessor(policy, registry=registry, on_violation=[summary.add_violation],
+                                    on_trajectory=[summary.add_trajectory])
+    provider = TracerProvider(resource=Resource.create({"service.name": args.service_name}))
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("otel_agenteval.demo")
+    if not args.no_serve:
+        from .exposition import serve
+
+        try:
+            serve(args.port, args.addr, registry)
+        except OSError as exc:
+            print(f"demo: cannot serve /metrics on {args.addr}:{args.port}: {exc.strerror or exc}"
+                  " (use --port or --no-serve)", file=sys.stderr)
+            return 2
+        print(f"serving metrics on http://{args.addr}:{args.port}/metrics", file=sys.stderr)
+
+    stop = False
+
+    def _stop(*_: Any) -> None:
+        nonlocal stop
+        stop = True
+
+    old = signal.signal(signal.SIGTERM, _stop)
+    world = SupportWorld(tracer, random.Random(args.seed), time.time_ns())
+    progress = _Progress(args.runs, enabled=not args.quiet and args.format == "table")
+    done = 0
+    t0 = time.monotonic()
+    try:
+        while not stop and (args.forever or done < args.runs):
+            if args.rate > 0:
+                wait = t0 + done / args.rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                world.clock = max(world.clock, time.time_ns())
+            world.run()
+            done += 1
+            progress.update(done, summary)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    provider.shutdown()
+    progress.close()
+    if args.format == "json":
+        print(json.dumps(summary.to_dict(), indent=2))
+    else:
+        print(summary.render_table())
+    if args.linger > 0 and not args.no_serve:
+        time.sleep(args.linger)
+    return 0
+
+
+def _configure_logging(verbose: bool) -> None:
+    """The demo is an application: it may configure structlog (to stderr, quiet by default)."""
+    import logging
+
+    import structlog
+
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
+                    structlog.dev.ConsoleRenderer(colors=False)],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING if verbose else logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+class _Progress:
+    """A one-line progress display on a TTY; sparse lines otherwise."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def update(self, done: int, s: RunSummary) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < (0.1 if self.tty else 5.0) and done != self.total:
+            return
+        self.last = now
+        of = f"/{self.total}" if self.total else ""
+        line = f"runs {done}{of}  violations {sum(s.violations.values())}  critical {s.critical}"
+        if self.tty:
+            sys.stderr.write("\r" + line)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
