@@ -156,10 +156,12 @@ def tool_step(span: Any) -> ToolStep:
 
 
 def _int(value: Any) -> int:
+    """A token count; garbage (non-numeric, inf, negative) reads as 0 rather than breaking counters."""
     try:
-        return int(value) if value is not None else 0
-    except (TypeError, ValueError):
+        n = int(value) if value is not None else 0
+    except (TypeError, ValueError, OverflowError):
         return 0
+    return n if n > 0 else 0
 
 
 def llm_call(span: Any) -> LLMCall:
