@@ -1,5 +1,6 @@
 """otel-agenteval: trajectory checks and metrics for AI agents, as an OpenTelemetry span processor."""
 
+from .confirmations import record_confirmation
 from .policy import Policy, PolicyError
 from .processor import TrajectoryProcessor
 from .rules import Check, Finish, Rule
@@ -20,4 +21,5 @@ __all__ = [
     "TrajectoryProcessor",
     "Violation",
     "__version__",
+    "record_confirmation",
 ]

@@ -16,10 +16,10 @@ from typing import Any
 import structlog
 
 from . import _semconv as sc
-from . import extract
+from . import confirmations, extract
 from .cost import llm_cost
-from .policy import Policy
-from .rules import Check, Finish, Rule, builtin_rules
+from .policy import Policy, PolicyError
+from .rules import EMITTED_BY, Check, Finish, Rule, builtin_rules
 from .trajectory import AgentSpan, Conversation, LLMCall, ToolStep, Trajectory, short_hash
 from .violation import Violation
 
@@ -78,7 +78,12 @@ class Engine:
         self._late_memory = lim.late_memory
         if rules is None:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
+            rules.extend(load_custom_rules(policy))
         self._rules = tuple(rules)
+        self._disabled = frozenset(r for r, on in policy.rules.items() if not on)
+        self._needs_confirmations = policy.needs_confirmations
+        self._needs_content = policy.needs_content
+        self._confirmation_tools = frozenset(policy.confirmation.tools)
         self._on_violation = tuple(on_violation)
         self._on_finish = tuple(on_finish)
         self._on_tool_call = on_tool_call
@@ -92,7 +97,7 @@ class Engine:
         self._now = 0
         self._next_sweep = 0
         self.stats: dict[str, Any] = {
-            "spans": {"tool": 0, "llm": 0, "agent": 0, "other": 0},
+            "spans": {"tool": 0, "llm": 0, "agent": 0, "confirmation": 0, "other": 0},
             "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
             "conversations_evicted": {"capacity": 0, "ttl": 0},
             "late": 0,
@@ -155,6 +160,8 @@ class Engine:
             item = extract.llm_call(span)
         elif kind is extract.AGENT:
             item = extract.agent_span(span)
+        elif kind is extract.CONFIRMATION:
+            item = confirmations.from_span(span)
         else:
             item = None
         with self._lock:
@@ -185,6 +192,9 @@ class Engine:
         if root.done:
             stats["late"] += 1
             return None
+        if self._needs_confirmations and span.events and root.traj is not None:
+            for conf in confirmations.from_events(span):
+                confirmations.keep(root.traj.extra, conf)
         violations: list[Violation] = []
         tool_call = None
         if item is not None:
@@ -195,6 +205,11 @@ class Engine:
                 tool_call = (t.service_name, t.agent_name, item.tool, item.ok)
             elif kind is extract.LLM:
                 self._llm(t, item, violations)
+                if self._needs_content:  # the latest model call's messages, for confirmation/grounding
+                    t.extra["prev_chat"] = t.extra.get("last_chat")
+                    t.extra["last_chat"] = (end_ns, span)
+            elif kind is extract.CONFIRMATION:
+                confirmations.keep(t.extra, item)
             else:
                 own = _is_local_root(span) if by_trace else ctx.span_id == root.key
                 self._agent(root, t, item, own)
@@ -272,6 +287,8 @@ class Engine:
                 self.stats["errors"]["rule"] += 1
                 continue
             if found:
+                if self._disabled:
+                    found = [v for v in found if v.rule not in self._disabled]
                 out.extend(found)
 
     def _tool(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
@@ -288,6 +305,10 @@ class Engine:
             self.stats["steps_dropped"] += 1
         if self.policy.is_write(step.tool):
             (t.writes_ok if step.ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
+        if step.tool in self._confirmation_tools:
+            conf = confirmations.from_tool_step(step, self.policy)
+            if conf is not None:
+                confirmations.keep(t.extra, conf)
 
     def _llm(self, t: Trajectory, call: LLMCall, out: list[Violation]) -> None:
         self._bind_conversation(t, call.conversation_id)
@@ -330,9 +351,16 @@ class Engine:
             for k, v in t.writes_failed.items():
                 conv.writes_failed.setdefault(k, v)
             conv.last_seen_ns = max(conv.last_seen_ns, t.last_seen_ns)
+            for conf in t.extra.get("confirmations", ()):
+                if not conf.used:  # a yes given in this turn may authorise a write in the next
+                    confirmations.keep(conv.extra, conf)
+            if self._needs_content:
+                texts = conv.extra.setdefault("grounding_texts", [])
+                texts.extend(x for s in t.steps if (x := extract.result_text(s.raw_result)))
+                del texts[:-32]
         t.finished = True
-        t.extra.pop("check", None)
-        t.extra.pop("root", None)
+        for key in ("check", "root", "last_chat", "prev_chat", "confirmed", "repeats"):
+            t.extra.pop(key, None)  # drop span references: a finished trajectory holds no spans
         return t
 
     def _outcome(self, t: Trajectory, reason: str) -> Any:
@@ -461,4 +489,23 @@ def redundant_calls(t: Trajectory, policy: Policy) -> list[str]:
                 out.append(tool)
             else:
                 seen.add(k)
+    return out
+
+
+def load_custom_rules(policy: Policy) -> list[Rule]:
+    """The policy's ``custom_rules`` ("module:attr"), imported once; errors name the entry."""
+    import importlib
+
+    out: list[Rule] = []
+    for i, ref in enumerate(policy.custom_rules):
+        module_name, _, attr = ref.partition(":")
+        try:
+            target: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                target = getattr(target, part)
+        except Exception as exc:
+            raise PolicyError("policy", [f"custom_rules.{i}: cannot load {ref!r}: {exc}"]) from None
+        if not callable(target):
+            raise PolicyError("policy", [f"custom_rules.{i}: {ref!r} is not callable"])
+        out.append(target)
     return out

@@ -15,10 +15,11 @@ from opentelemetry.trace import StatusCode
 from . import _semconv as sc
 from .trajectory import AgentSpan, LLMCall, ToolStep
 
-Kind = Literal["tool", "llm", "agent"]
+Kind = Literal["tool", "llm", "agent", "confirmation"]
 TOOL: Final = "tool"
 LLM: Final = "llm"
 AGENT: Final = "agent"
+CONFIRMATION: Final = "confirmation"  # an agenteval.confirmation span (record_confirmation)
 
 _OP_KIND: dict[str, Kind] = {sc.OP_EXECUTE_TOOL: TOOL, sc.OP_INVOKE_AGENT: AGENT}
 _OP_KIND.update({op: LLM for op in sc.LLM_OPERATIONS})
@@ -35,8 +36,12 @@ def classify(span: Any) -> Kind | None:
         return _OP_KIND.get(op)
     oi = attrs.get(sc.OI_SPAN_KIND)
     if oi is not None:
+        if oi == sc.OI_AGENT and _is_oi_grouping(attrs):
+            return None
         return _OI_KIND.get(oi)
     name = span.name
+    if name == sc.AE_CONFIRMATION_SPAN:
+        return CONFIRMATION
     if sc.TOOL_NAME in attrs and name.startswith(sc.NAME_EXECUTE_TOOL):
         return TOOL
     if name == sc.NAME_LEGACY_TOOL and (sc.LEGACY_TOOL_ARGUMENTS in attrs or sc.TOOL_NAME in attrs):
@@ -64,7 +69,26 @@ def agent_name_at_start(span: Any) -> str | None:
     name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
     if name:
         return str(name)
-    return _name_from_span_name(span.name)
+    guess = _name_from_span_name(span.name)
+    if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and not _is_local_root(span):
+        # OpenInference (OpenAI Agents) sets agent.name only at end, but names a nested agent span
+        # after its agent; without this guess, tool calls ending before it would count as "unknown".
+        return span.name or None
+    return guess
+
+
+def _is_local_root(span: Any) -> bool:
+    parent = span.parent
+    return parent is None or parent.is_remote
+
+
+def _is_oi_grouping(attrs: Any) -> bool:
+    """An OpenInference AGENT span naming no agent and carrying no input or output groups a run.
+
+    The OpenAI Agents SDK's trace (its workflow) is exported this way, above the real agent span;
+    read as an agent it would count a second, empty trajectory for every run.
+    """
+    return not (attrs.get(sc.OI_AGENT_NAME) or sc.OI_INPUT_VALUE in attrs or sc.OI_OUTPUT_VALUE in attrs)
 
 
 def _name_from_span_name(name: str) -> str | None:
@@ -152,6 +176,7 @@ def tool_step(span: Any) -> ToolStep:
         raw_result=result,
         conversation_id=_conversation(attrs),
         agent_name=attrs.get(sc.AGENT_NAME),
+        approved=attrs.get(sc.AE_APPROVED) in (True, "true"),
     )
 
 
@@ -206,8 +231,14 @@ def agent_span(span: Any) -> AgentSpan:
     outcome = attrs.get(sc.AE_OUTCOME)
     model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get("model_name")
     ctx = span.context
+    if not name:
+        name = _name_from_span_name(span.name)
+        if name is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and _is_local_root(span):
+            # OpenInference LangChain sets no agent.name; it names the graph's root span after
+            # the graph (create_react_agent(name=...)). Nested AGENT spans there are graph nodes.
+            name = span.name or None
     return AgentSpan(
-        name=str(name) if name else _name_from_span_name(span.name),
+        name=str(name) if name else None,
         span_id=ctx.span_id,
         trace_id=ctx.trace_id,
         start_ns=span.start_time or 0,

@@ -7,11 +7,12 @@ Unknown keys are errors: a typo must never silently switch a rule off.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Severity = Literal["critical", "warning", "info"]
 
@@ -29,12 +30,71 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+NORMALISER_ALIASES = {"lower": "case", "strip": "whitespace", "int": "number", "id-pattern": "regex", "id_pattern": "regex"}
+
+
+class SameSubject(_Model):
+    argument: str
+    attribute: str
+
+
+class ForbiddenIf(_Model):
+    """One condition under which a tool must not run (rule ``conditional_forbidden``).
+
+    ``after`` + ``result_matches``: an earlier successful ``after`` call in the run returned a
+    result matching the regex. ``same_subject``: the call's ``argument`` must equal the root span
+    attribute ``attribute`` (the caller's subject), when that attribute is present.
+    """
+
+    after: str | None = None
+    result_matches: str | None = None
+    same_subject: SameSubject | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ForbiddenIf:
+        if self.same_subject is None and (self.after is None or self.result_matches is None):
+            raise ValueError("needs either `after` with `result_matches`, or `same_subject`")
+        if self.result_matches is not None:
+            try:
+                re.compile(self.result_matches)
+            except re.error as exc:
+                raise ValueError(f"result_matches is not a valid regex: {exc}") from None
+        return self
+
+
 class ToolPolicy(_Model):
     write: bool = False
+    requires_confirmation: bool = False
+    destructive: bool = False
+    requires_before: list[str] = []
+    forbidden_if: list[ForbiddenIf] = []
+    confirm_arguments: list[str] | None = None  # which arguments a confirmation must state; None = all
+    grounded: bool | list[str] = False  # ungrounded_argument: opt in (all arguments, or these)
+    arguments: dict[str, list[str]] = {}  # per-argument normalisers: case, whitespace, number, decimal, date, id, regex:…
+
+    @field_validator("arguments")
+    @classmethod
+    def _normalisers(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        from .scoring.normalise import build
+
+        out: dict[str, list[str]] = {}
+        for arg, specs in value.items():
+            fixed = []
+            for spec in specs:
+                name, sep, param = spec.partition(":")
+                spec = NORMALISER_ALIASES.get(name, name) + sep + param
+                try:
+                    build(spec)
+                except (ValueError, re.error) as exc:
+                    raise ValueError(f"{arg}: {exc}") from None
+                fixed.append(spec)
+            out[arg] = fixed
+        return out
 
 
 class Budget(_Model):
     max_steps: int | None = Field(default=None, gt=0)
+    max_repeats: int | None = Field(default=None, gt=0)  # the same call (tool + normalised args)
     max_llm_calls: int | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
     max_cost_usd: float | None = Field(default=None, gt=0)
@@ -49,6 +109,31 @@ class Budget(_Model):
 
 class AgentPolicy(_Model):
     budget: Budget = Budget()
+    allowed_tools: list[str] | None = None  # None: any tool (scope_violation otherwise)
+
+
+DEFAULT_AFFIRM = (r"^\W*(yes|yep|yeah|y|sure|ok|okay|confirm(ed)?|correct|approved?|go ahead|"
+                  r"please (do|go ahead|proceed)|do it|proceed|that'?s (right|correct))\b")
+DEFAULT_DENY = (r"\b(no|nope|not|don'?t|do not|cancel|stop|never|wait|hold on|wrong|isn'?t|"
+                r"rather not)\b")
+
+
+class ConfirmationPolicy(_Model):
+    """Where confirmations come from, and what counts as a yes."""
+
+    tools: list[str] = []  # confirmation tools, e.g. ask_user_confirmation
+    affirm: str = DEFAULT_AFFIRM
+    deny: str = DEFAULT_DENY
+    from_messages: bool = True  # read captured chat messages when content capture is on
+
+    @field_validator("affirm", "deny")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regex: {exc}") from None
+        return value
 
 
 class Price(_Model):
@@ -80,8 +165,28 @@ class Policy(_Model):
     pricing: dict[str, Price] = {}
     outcome: OutcomePolicy = OutcomePolicy()
     limits: Limits = Limits()
+    confirmation: ConfirmationPolicy = ConfirmationPolicy()
     severity: dict[str, Severity] = {}
     rules: dict[str, bool] = {}
+    custom_rules: list[str] = []  # "module:attr", each a rule callable
+
+    @field_validator("custom_rules")
+    @classmethod
+    def _rule_refs(cls, value: list[str]) -> list[str]:
+        for ref in value:
+            module, sep, attr = ref.partition(":")
+            if not sep or not module or not attr:
+                raise ValueError(f"{ref!r}: must be 'module:attr'")
+        return value
+
+    @model_validator(mode="after")
+    def _names_known(self) -> Policy:
+        from .rules import KNOWN_RULES
+
+        for rule in (*self.severity, *self.rules):
+            if rule not in KNOWN_RULES:
+                raise ValueError(f"unknown rule {rule!r} in severity/rules (known: {', '.join(sorted(KNOWN_RULES))})")
+        return self
 
     # --- loading ---------------------------------------------------------------------------
     @classmethod
@@ -118,6 +223,41 @@ class Policy(_Model):
     @functools.cached_property
     def write_tools(self) -> frozenset[str]:
         return frozenset(name for name, t in self.tools.items() if t.write)
+
+    @functools.cached_property
+    def guarded_tools(self) -> frozenset[str]:
+        """Tools some rule beyond duplicates must look at (confirmation, scope, order, …)."""
+        return frozenset(n for n, t in self.tools.items()
+                         if t.requires_confirmation or t.destructive or t.requires_before or t.forbidden_if or t.grounded)
+
+    @functools.cached_property
+    def needs_confirmations(self) -> bool:
+        return any(t.requires_confirmation or t.destructive for t in self.tools.values())
+
+    @functools.cached_property
+    def needs_content(self) -> bool:
+        """Whether rules read message content (confirmation from messages, grounding)."""
+        return (self.needs_confirmations and self.confirmation.from_messages) or any(
+            t.grounded for t in self.tools.values())
+
+    def tool(self, name: str) -> ToolPolicy | None:
+        return self.tools.get(name)
+
+    def allowed_tools_for(self, agent: str) -> frozenset[str] | None:
+        return self._allowed(agent)
+
+    @functools.cached_property
+    def _allowed(self) -> Any:
+        base = self.agents.get("*")
+
+        @functools.lru_cache(maxsize=1024)
+        def resolve(agent: str) -> frozenset[str] | None:
+            own = self.agents.get(agent)
+            chosen = own.allowed_tools if own is not None and own.allowed_tools is not None else (
+                base.allowed_tools if base is not None else None)
+            return None if chosen is None else frozenset(chosen)
+
+        return resolve
 
     def is_write(self, tool: str) -> bool:
         return tool in self.write_tools

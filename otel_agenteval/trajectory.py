@@ -72,6 +72,7 @@ class ToolStep:
     raw_result: Any = None
     conversation_id: str | None = None
     agent_name: str | None = None
+    approved: bool = False  # agenteval.approved=true on the tool span
     index: int = -1  # position in the trajectory, set when appended
     _args: dict[str, Any] | None = None
     _key: str | None = None

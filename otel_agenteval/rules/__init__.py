@@ -76,17 +76,39 @@ Rule = Callable[[Event, Check], Union[Iterable[Violation], None]]
 def builtin_rules() -> dict[str, Rule]:
     """Every built-in rule, by the name used in ``policy.rules`` and metric labels."""
     from .budgets import budget_breach
+    from .confirmation import unauthorized_action, write_without_confirmation
+    from .grounding import ungrounded_argument
+    from .scope import conditional_forbidden, ordering_violation, scope_violation
     from .writes import duplicate_write
 
-    return {"duplicate_write": duplicate_write, "budget_breach": budget_breach}
+    return {
+        "duplicate_write": duplicate_write,
+        "budget_breach": budget_breach,
+        "write_without_confirmation": write_without_confirmation,
+        "unauthorized_action": unauthorized_action,
+        "scope_violation": scope_violation,
+        "ordering_violation": ordering_violation,
+        "conditional_forbidden": conditional_forbidden,
+        "ungrounded_argument": ungrounded_argument,
+    }
 
 
-# Rule names a rule function may emit (a rule can emit more than one name), with default
-# severities; used to pre-initialise metric series.
+# Every rule name a violation can carry, with its default severity (a rule function may emit
+# more than one name: duplicate_write also emits write_retried_after_error). Used to validate
+# policy names and to pre-initialise metric series.
 KNOWN_RULES: dict[str, Severity] = {
     "duplicate_write": "critical",
     "write_retried_after_error": "warning",
     "budget_breach": "warning",
+    "write_without_confirmation": "critical",
+    "unauthorized_action": "critical",
+    "scope_violation": "critical",
+    "ordering_violation": "critical",
+    "conditional_forbidden": "critical",
+    "ungrounded_argument": "warning",
 }
+
+# Which rule function emits a name (to switch off `write_retried_after_error` alone, say).
+EMITTED_BY = {"write_retried_after_error": "duplicate_write"}
 
 __all__ = ["Check", "Event", "Finish", "KNOWN_RULES", "Rule", "builtin_rules"]

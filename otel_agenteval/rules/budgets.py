@@ -33,6 +33,11 @@ def budget_breach(event: Event, check: Check) -> list[Violation] | None:
     if isinstance(event, ToolStep):
         if b.max_steps is not None and t.tool_calls + 1 > b.max_steps:
             breach("steps", t.tool_calls + 1, b.max_steps, event)
+        if b.max_repeats is not None:  # loop guard: the same call over and over
+            seen: dict[tuple[str, str], int] = t.extra.setdefault("repeats", {})
+            n = seen[event.call_key] = seen.get(event.call_key, 0) + 1
+            if n > b.max_repeats:
+                breach("repeats", n, b.max_repeats, event)
         end_ns = event.end_ns
     elif isinstance(event, LLMCall):
         if b.max_llm_calls is not None and t.llm_calls + 1 > b.max_llm_calls:
