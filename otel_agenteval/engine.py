@@ -192,9 +192,9 @@ class Engine:
         if root.done:
             stats["late"] += 1
             return None
-        if self._needs_confirmations and span.events and root.traj is not None:
+        if self._needs_confirmations and span.events:
             for conf in confirmations.from_events(span):
-                confirmations.keep(root.traj.extra, conf)
+                confirmations.keep(self._trajectory(root, span).extra, conf)
         violations: list[Violation] = []
         tool_call = None
         if item is not None:
@@ -246,6 +246,9 @@ class Engine:
             t.extra["root"] = root
             t.root_attributes = root.attributes
             root.traj = t
+            cid = root.attributes.get(sc.CONVERSATION_ID) or root.attributes.get(sc.OI_SESSION_ID)
+            if cid:
+                self._bind_conversation(t, str(cid))
             self._open[root.key] = t
             if len(self._open) > self._max_open:
                 _, oldest = self._open.popitem(last=False)
@@ -260,6 +263,10 @@ class Engine:
         t.conversation_id = cid
         convs = self._conversations
         conv = convs.get(cid)
+        if conv is not None and conv.last_seen_ns < self._now - self._conv_ttl_ns:
+            del convs[cid]  # expired, even if no sweep has run since: the next turn starts afresh
+            self.stats["conversations_evicted"]["ttl"] += 1
+            conv = None
         if conv is None:
             conv = Conversation(id=cid, last_seen_ns=self._now)
             convs[cid] = conv

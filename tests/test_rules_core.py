@@ -1,0 +1,268 @@
+"""The first two invariants, inline as each span ends: duplicate_write and budget_breach."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import structlog
+from conftest import ISSUE_POLICY, SERVICE, WRITES_ONLY, Harness, hex_span, hex_trace
+from prometheus_client import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+from otel_agenteval.metrics import BUDGETS
+from otel_agenteval.rules import KNOWN_RULES
+
+# --- duplicate_write / write_retried_after_error -------------------------------------------------
+
+
+def test_duplicate_write_ignores_key_order_and_whitespace(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    root = h.agent("support", 0)
+    h.tool(root, "create_claim", '{"order_id": "88120", "reason": "damaged"}', at=1)
+    second = h.tool(root, "create_claim", '{ "reason": "  damaged ", "order_id":"88120"}', at=2)
+    # found inline, as the offending tool span ends, before the run is over
+    assert [(v.rule, v.severity, v.tool, v.span_id, v.trace_id, v.agent) for v in h.violations] == [
+        ("duplicate_write", "critical", "create_claim", hex_span(second), hex_trace(second), "support")]
+    assert h.trajectories == []
+    h.end(root, 3)
+    assert h.agent_value("agenteval_violations_total", "support", rule="duplicate_write", tool="create_claim",
+                         severity="critical") == 1.0
+
+
+def test_different_arguments_are_not_a_duplicate(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    h.run("support", [("create_claim", {"order_id": "88120", "reason": "damaged"}),
+                      ("create_claim", {"order_id": "88120", "reason": "damaged_in_transit"}),
+                      ("create_claim", {"order_id": "88121", "reason": "damaged"}),
+                      ("issue_refund", {"order_id": "88120", "reason": "damaged"})])
+    assert h.violations == []
+
+
+def test_non_write_repeat_is_redundant_not_a_violation(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    h.run("support", [("lookup_order", {"order_id": "1"}), ("lookup_order", {"order_id": " 1"}),
+                      ("lookup_order", {"order_id": "2"})])
+    assert h.violations == []
+    assert h.agent_value("agenteval_redundant_calls_total", "support", tool="lookup_order") == 1.0
+
+
+@pytest.mark.parametrize("attr", ["gen_ai.conversation.id", "session.id"])
+def test_duplicate_across_traces_in_one_conversation(make_processor: Any, attr: str) -> None:
+    h = make_processor(WRITES_ONLY)
+    first = h.agent("support", 0)
+    h.tool(first, "create_claim", {"order_id": "88120"}, at=1, end_attrs={attr: "conv-7"})
+    h.end(first, 2)
+    second = h.agent("support", 10)
+    dup = h.tool(second, "create_claim", {"order_id": "88120"}, at=11, end_attrs={attr: "conv-7"})
+    h.end(second, 12)
+    (v,) = h.violations
+    assert (v.rule, v.span_id, v.trace_id, v.conversation_id, v.details["first_trace_id"]) == (
+        "duplicate_write", hex_span(dup), hex_trace(dup), "conv-7", hex_trace(first))
+    assert hex_trace(first) in v.message
+
+
+def test_no_duplicate_across_conversations_or_without_one(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    h.run("support", [("create_claim", {"order_id": "88120"})], at=0, conv="conv-a")
+    h.run("support", [("create_claim", {"order_id": "88120"})], at=10, conv="conv-b")
+    h.run("support", [("create_claim", {"order_id": "88120"})], at=20)
+    h.run("support", [("create_claim", {"order_id": "88120"})], at=30)
+    assert h.violations == []
+
+
+def test_repeat_after_failed_write_is_a_retry_warning(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    root = h.agent("support", 0)
+    h.tool(root, "create_claim", {"order_id": "88120"}, at=1, error="carrier down")
+    retry = h.tool(root, "create_claim", {"order_id": "88120"}, at=2)
+    again = h.tool(root, "create_claim", {"order_id": "88120"}, at=3)
+    h.end(root, 4)
+    assert [(v.rule, v.severity, v.span_id) for v in h.violations] == [
+        ("write_retried_after_error", "warning", hex_span(retry)),
+        ("duplicate_write", "critical", hex_span(again)),  # the retry succeeded: now it is a duplicate
+    ]
+    assert h.agent_value("agenteval_violations_total", "support", rule="write_retried_after_error",
+                         tool="create_claim", severity="warning") == 1.0
+
+
+def test_retry_after_failed_write_in_an_earlier_turn(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    first = h.agent("support", 0, conv="c")
+    h.tool(first, "issue_refund", {"order_id": "1", "amount": 10}, at=1, error="timeout")
+    h.end(first, 2)
+    h.run("support", [("issue_refund", {"amount": 10, "order_id": "1"})], at=10, conv="c")
+    assert h.rules() == ["write_retried_after_error"]
+
+
+def test_rule_switched_off_and_severity_overridden(make_processor: Any) -> None:
+    off = make_processor(WRITES_ONLY + "rules: {duplicate_write: false}")
+    off.run("support", [("create_claim", {"order_id": "1"}), ("create_claim", {"order_id": "1"})])
+    assert off.violations == []
+    assert off.agent_value("agenteval_violations_total", "support", rule="duplicate_write", tool="",
+                           severity="critical") is None
+    loud = make_processor(WRITES_ONLY + "severity: {duplicate_write: warning}")
+    loud.run("support", [("create_claim", {"order_id": "1"}), ("create_claim", {"order_id": "1"})])
+    assert [(v.rule, v.severity) for v in loud.violations] == [("duplicate_write", "warning")]
+
+
+# --- budget_breach ------------------------------------------------------------------------------------
+
+def budget_policy(limits: dict[str, Any] | None = None, **budget: Any) -> str:
+    return json.dumps({"agents": {"*": {"budget": budget}}, "limits": limits or {},
+                       "pricing": {"gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}}})
+
+
+def breaches(h: Harness) -> list[tuple[str, str | None, float, float]]:
+    return [(v.details["budget"], v.span_id, v.details["used"], v.details["limit"]) for v in h.violations
+            if v.rule == "budget_breach"]
+
+
+def test_max_steps_fires_once_at_the_crossing_step(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_steps=2))
+    root = h.agent("support", 0)
+    tools = [h.tool(root, "lookup_order", {"order_id": str(i)}, at=i + 1) for i in range(4)]
+    h.end(root, 10)
+    assert breaches(h) == [("steps", hex_span(tools[2]), 3, 2)]
+    assert h.agent_value("agenteval_budget_breaches_total", "support", budget="steps") == 1.0
+    assert h.agent_value("agenteval_violations_total", "support", rule="budget_breach", tool="lookup_order",
+                         severity="warning") == 1.0
+
+
+def test_max_llm_calls(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_llm_calls=2))
+    root = h.agent("support", 0)
+    chats = [h.chat(root, at=i + 1, inp=1, out=1) for i in range(4)]
+    h.end(root, 10)
+    assert breaches(h) == [("llm_calls", hex_span(chats[2]), 3, 2)]
+    assert h.agent_value("agenteval_budget_breaches_total", "support", budget="llm_calls") == 1.0
+
+
+def test_max_tokens(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_tokens=1000))
+    root = h.agent("support", 0)
+    chats = [h.chat(root, at=i + 1, inp=300, out=100) for i in range(4)]
+    h.end(root, 10)
+    assert breaches(h) == [("tokens", hex_span(chats[2]), 1200, 1000)]
+    assert h.agent_value("agenteval_budget_breaches_total", "support", budget="tokens") == 1.0
+
+
+def test_max_cost_usd(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_cost_usd=0.015))
+    root = h.agent("support", 0)
+    chats = [h.chat(root, at=i + 1, inp=2000, out=500, model="gpt-4o-2024-08-06") for i in range(3)]  # $0.01 each
+    h.end(root, 10)
+    assert breaches(h) == [("cost", hex_span(chats[1]), 0.02, 0.015)]
+    assert h.agent_value("agenteval_budget_breaches_total", "support", budget="cost") == 1.0
+
+
+def test_max_duration_at_the_step_that_crosses_it(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_duration_s=10))
+    root = h.agent("support", 0)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=5)
+    late = h.tool(root, "lookup_order", {"order_id": "2"}, at=11.9)
+    h.tool(root, "lookup_order", {"order_id": "3"}, at=13)
+    h.end(root, 20)
+    assert breaches(h) == [("duration", hex_span(late), 12.0, 10)]
+    assert h.agent_value("agenteval_budget_breaches_total", "support", budget="duration") == 1.0
+
+
+def test_max_duration_at_root_end(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_duration_s=10))
+    root = h.agent("support", 0)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=5)
+    h.end(root, 25)
+    assert breaches(h) == [("duration", None, 25.0, 10)]
+
+
+def test_max_duration_at_eviction(make_processor: Any) -> None:
+    h = make_processor(budget_policy({"trajectory_ttl_s": 30}, max_duration_s=10))
+    root = h.agent("support", 0)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=5)
+    h.run("other", [("lookup_order", {"order_id": "9"})], at=100, step=0.1)
+    assert [(t.agent_name, t.outcome) for t in h.trajectories] == [("support", "incomplete"), ("other", "unknown")]
+    assert [(v.agent, v.details["budget"], v.span_id) for v in h.violations] == [("support", "duration", None)]
+
+
+def test_each_budget_once_per_trajectory(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_steps=1, max_llm_calls=1, max_tokens=10, max_cost_usd=0.000001,
+                                     max_duration_s=1))
+    for run in range(2):
+        root = h.agent("support", run * 100)
+        for i in range(3):
+            h.chat(root, at=run * 100 + i + 1, inp=100, out=100)
+            h.tool(root, "lookup_order", {"order_id": str(i)}, at=run * 100 + i + 1.5)
+        h.end(root, run * 100 + 10)
+    five = ("steps", "llm_calls", "tokens", "cost", "duration")
+    assert sorted(b for b, *_ in breaches(h)) == sorted(five * 2)
+    for budget in five:
+        assert h.agent_value("agenteval_budget_breaches_total", "support", budget=budget) == 2.0
+
+
+def test_per_agent_budget_inherits_unset_fields_from_star(make_processor: Any) -> None:
+    """The issue's policy: support has max_steps 8 of its own and max_tokens 50000 from "*"."""
+    h = make_processor(ISSUE_POLICY)
+    support = h.run("support", [("lookup_order", {"order_id": str(i)}) for i in range(9)], at=0, step=0.5)
+    h.run("billing", [("lookup_order", {"order_id": str(i)}) for i in range(12)], at=100, step=0.5)
+    big = h.agent("support", 200)
+    chat = h.chat(big, at=201, inp=45_000, out=6_000, model="gpt-4o-mini")  # unpriced model: tokens only
+    h.end(big, 202)
+    assert [(v.agent, v.details["budget"], v.details["limit"]) for v in h.violations] == [
+        ("support", "steps", 8), ("support", "tokens", 50000)]
+    assert h.violations[1].span_id == hex_span(chat)
+    assert support.context.trace_id != big.context.trace_id
+    assert h.agent_value("agenteval_budget_breaches_total", "billing", budget="steps") == 0.0
+
+
+def test_star_budget_applies_to_unnamed_agents(make_processor: Any) -> None:
+    h = make_processor(ISSUE_POLICY)
+    http = h.start("POST /x", None, 0)
+    for i in range(13):
+        h.tool(http, "lookup_order", {"order_id": str(i)}, at=i + 1)
+    h.end(http, 20)
+    assert [(v.agent, v.details["budget"], v.details["used"]) for v in h.violations] == [("unknown", "steps", 13)]
+
+
+# --- metric series and data safety --------------------------------------------------------------------
+
+def test_violation_series_pre_initialised_for_every_rule_and_agent(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    h.run("support", [("lookup_order", {"order_id": "1"})])
+    assert h.violations == []
+    enabled = {r: s for r, s in KNOWN_RULES.items() if h.processor.policy.rule_enabled(r)}
+    assert "duplicate_write" in enabled and "budget_breach" in enabled
+    for rule, severity in enabled.items():
+        assert h.agent_value("agenteval_violations_total", "support", rule=rule, tool="", severity=severity) == 0.0
+    for budget in BUDGETS:
+        assert h.agent_value("agenteval_budget_breaches_total", "support", budget=budget) == 0.0
+    for outcome in ("success", "failure", "unknown", "incomplete"):
+        expected = 1.0 if outcome == "unknown" else 0.0
+        assert h.agent_value("agenteval_trajectories_total", "support", outcome=outcome) == expected
+
+
+SECRET = "SECRET-CARD-4111-1111"
+SECRET_CONV = "conv-PRIVATE-8842"
+
+
+def test_argument_values_never_in_violations_logs_or_metrics(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY + "agents: {'*': {budget: {max_steps: 2}}}")
+    with structlog.testing.capture_logs() as logs:
+        first = h.agent("support", 0, conv=SECRET_CONV)
+        h.tool(first, "issue_refund", {"card": SECRET, "amount": 10}, at=1, conv=SECRET_CONV,
+               result=f"refunded to {SECRET}")
+        h.end(first, 2)
+        h.run("support", [("issue_refund", {"amount": 10, "card": f" {SECRET} "}),
+                          ("issue_refund", {"amount": 10, "card": SECRET}),
+                          ("lookup_order", {"card": SECRET})], at=10, conv=SECRET_CONV)
+    assert sorted(v.rule for v in h.violations) == ["budget_breach", "duplicate_write", "duplicate_write"]
+    for v in h.violations:
+        text = v.message + json.dumps(v.details, default=str)
+        assert SECRET not in text and SECRET_CONV not in text
+    assert {"arguments_hash"} <= set(h.violations[0].details)
+    assert len(logs) == 3
+    for entry in logs:
+        assert SECRET not in repr(entry) and SECRET_CONV not in repr(entry)
+    exposition = generate_latest(h.registry).decode() + generate_openmetrics(h.registry).decode()
+    assert SECRET not in exposition and SECRET_CONV not in exposition
+    assert 'agent_name="support"' in exposition and SERVICE in exposition
