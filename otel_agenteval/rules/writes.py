@@ -16,6 +16,8 @@ def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
     """
     if not isinstance(event, ToolStep) or not check.policy.is_write(event.tool):
         return None
+    if event.raw_arguments is None:  # content capture off: the span has no arguments to compare
+        return None
     key = event.call_key
     t = check.trajectory
     conv = t.conversation
