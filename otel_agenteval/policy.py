@@ -179,14 +179,15 @@ class Policy(_Model):
                 raise ValueError(f"{ref!r}: must be 'module:attr'")
         return value
 
-    @model_validator(mode="after")
-    def _names_known(self) -> Policy:
+    @field_validator("severity", "rules")
+    @classmethod
+    def _names_known(cls, value: dict[str, Any]) -> dict[str, Any]:
         from .rules import KNOWN_RULES
 
-        for rule in (*self.severity, *self.rules):
-            if rule not in KNOWN_RULES:
-                raise ValueError(f"unknown rule {rule!r} in severity/rules (known: {', '.join(sorted(KNOWN_RULES))})")
-        return self
+        unknown = [r for r in value if r not in KNOWN_RULES]
+        if unknown:
+            raise ValueError(f"unknown rule {', '.join(map(repr, unknown))} (known: {', '.join(sorted(KNOWN_RULES))})")
+        return value
 
     # --- loading ---------------------------------------------------------------------------
     @classmethod
@@ -203,12 +204,16 @@ class Policy(_Model):
     @classmethod
     def from_yaml(cls, text: str, source: str = "<yaml>") -> Policy:
         try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
             raise PolicyError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
-        return cls.from_dict(data, source)
+        try:
+            return cls.from_dict(data, source)
+        except PolicyError as exc:
+            raise PolicyError(source, [_with_line(e, node) for e in exc.errors]) from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> Policy:
@@ -302,16 +307,40 @@ class Policy(_Model):
         return self.rules.get(rule, True)
 
 
+def _with_line(error: str, node: Any) -> str:
+    """``path: message`` with `` (line N)`` added, found by walking the YAML node tree."""
+    path, sep, msg = error.partition(": ")
+    line = None
+    for part in path.split("."):
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if str(key.value) == part:
+                    line, node = key.start_mark.line + 1, value
+                    break
+            else:
+                break
+        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            node = node.value[int(part)]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return f"{path}{sep}{msg} (line {line})" if line is not None and sep else error
+
+
+def _num(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
 def _error_lines(exc: ValidationError) -> list[str]:
     lines = []
     for err in exc.errors():
         path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key (check the spelling)"
         elif err["type"] == "greater_than":
-            msg = f"must be > {err['ctx']['gt']}"
+            msg = f"must be > {_num(err['ctx']['gt'])}"
         elif err["type"] == "greater_than_equal":
-            msg = f"must be >= {err['ctx']['ge']}"
+            msg = f"must be >= {_num(err['ctx']['ge'])}"
         lines.append(f"{path}: {msg}")
     return lines
