@@ -21,9 +21,10 @@ DEMO_POLICY: dict[str, Any] = {
     "version": 1,
     "tools": {
         "create_claim": {"write": True},
-        "issue_refund": {"write": True},
-        "update_address": {"write": True},
+        "issue_refund": {"write": True, "requires_confirmation": True, "confirm_arguments": ["amount"]},
+        "update_address": {"write": True, "requires_confirmation": True},
     },
+    "confirmation": {"tools": ["ask_user_confirmation"]},
     "agents": {
         "*": {"budget": {"max_steps": 12, "max_tokens": 50000, "max_cost_usd": 1.0}},
         "support": {"budget": {"max_steps": 8, "max_duration_s": 60}},
@@ -78,7 +79,8 @@ class SupportWorld:
         span.set_attribute("gen_ai.usage.output_tokens", out)
         span.end(end_time=self._advance(0.3, 2.2))
 
-    def _tool(self, agent: str, conv: str, name: str, args: dict[str, Any], fail: str | None = None) -> bool:
+    def _tool(self, agent: str, conv: str, name: str, args: dict[str, Any], fail: str | None = None,
+              result: Any = None) -> bool:
         self.n += 1
         start = self._advance(0.01, 0.05)
         span = self.tracer.start_span(f"execute_tool {name}", start_time=start, attributes={
@@ -89,7 +91,7 @@ class SupportWorld:
             span.set_status(Status(StatusCode.ERROR, fail))
             span.set_attribute("error.type", "ToolFailure")
         else:
-            span.set_attribute("gen_ai.tool.call.result", json.dumps({"ok": True, "tool": name}))
+            span.set_attribute("gen_ai.tool.call.result", json.dumps(result or {"ok": True, "tool": name}))
         span.end(end_time=self._advance(0.05, 0.8))
         return fail is None
 
@@ -170,6 +172,14 @@ class SupportWorld:
         if rng.random() < 0.03:
             step(write, write_args, fail="backend unavailable")
             raise ToolFailure(write)
+        if write != "create_claim" and rng.random() > 0.07:  # 7% forget to ask first
+            asked = {"tool": write, **({"amount": write_args["amount"]} if write == "issue_refund" else write_args)}
+            self._chat(agent, model, turn, conv)
+            turn += 1
+            r.steps += 1
+            self._tool(agent, conv, "ask_user_confirmation", asked, result={"confirmed": True})
+        elif write != "create_claim":
+            r.anomalies.append("no_confirmation")
         if rng.random() < 0.10:  # a failed write, then a retry
             step(write, write_args, fail="timeout from backend")
             r.anomalies.append("write_error")

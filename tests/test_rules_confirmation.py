@@ -281,3 +281,14 @@ def test_destructive_approved_by_span_attribute_or_confirmation(make_processor):
     h.tool(root, "delete_account", {"account": "a3"}, at=4)  # that yes was used up
     h.end(root, 5)
     assert h.rules() == ["unauthorized_action"]
+
+
+def test_a_failed_write_does_not_use_up_the_confirmation(make_processor):
+    h = make_processor(POLICY)
+    root = h.agent(conv="c1")
+    h.tool(root, "ask_user_confirmation", {"tool": "update_address", "address": "1 Road"}, at=1, result="yes")
+    h.tool(root, "update_address", {"address": "1 Road"}, at=2, error="timeout")
+    h.tool(root, "update_address", {"address": "1 Road"}, at=3)  # the retry: still covered
+    h.tool(root, "update_address", {"address": "1 Road"}, at=4)  # now it is used up
+    h.end(root, 5)
+    assert h.rules() == ["write_retried_after_error", "duplicate_write", "write_without_confirmation"]

@@ -9,7 +9,8 @@ from ..violation import Violation
 
 
 def confirmed(step: ToolStep, check: Check) -> bool:
-    """Find a confirmation covering this call and use it up (one confirmation, one write).
+    """Find a confirmation covering this call and use it up (one confirmation, one write;
+    a write that failed does not use it up, so its retry is still covered).
 
     Remembered per step, so a tool that both requires confirmation and is destructive
     uses one confirmation, not two.
@@ -24,7 +25,7 @@ def confirmed(step: ToolStep, check: Check) -> bool:
     found = False
     for conf in candidates(t):
         if covers(conf, step, tp, policy):
-            conf.used = True
+            conf.used = step.ok  # a write that failed has not used up the user's yes
             found = True
             break
     if not found and policy.confirmation.from_messages:
@@ -32,7 +33,8 @@ def confirmed(step: ToolStep, check: Check) -> bool:
         if mc is not None:
             used = used_turns(t)
             if mc.key not in used:
-                used.add(mc.key)
+                if step.ok:
+                    used.add(mc.key)
                 found = True
     memo[step.span_id] = found
     return found
