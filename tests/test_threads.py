@@ -1,0 +1,105 @@
+"""Many threads running agents through ONE provider: exact counts, nothing lost or doubled."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from conftest import ISSUE_POLICY, Harness
+from opentelemetry import trace
+
+THREADS = 16
+RUNS = 50
+CHAT_IN, CHAT_OUT = 100, 10
+
+
+def agent_run(h: Harness, agent: str, conv: str, order: str) -> None:
+    """1 agent + 3 chat + 5 tool spans, the app's way; one tool pair in a worker thread; one duplicate write."""
+    tracer = h.tracer
+
+    def tool(name: str, args: dict[str, Any], ctx: Any = None) -> None:
+        attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                 "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.conversation.id": conv}
+        with tracer.start_as_current_span(f"execute_tool {name}", context=ctx, attributes=attrs) as s:
+            s.set_attribute("gen_ai.tool.call.result", "ok")
+
+    def chat() -> None:
+        with tracer.start_as_current_span("chat gpt-4o", attributes={"gen_ai.operation.name": "chat",
+                                                                     "gen_ai.request.model": "gpt-4o"}) as s:
+            s.set_attributes({"gen_ai.usage.input_tokens": CHAT_IN, "gen_ai.usage.output_tokens": CHAT_OUT})
+
+    with tracer.start_as_current_span(f"invoke_agent {agent}", context=trace.set_span_in_context(
+            trace.INVALID_SPAN), attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                                             "gen_ai.conversation.id": conv}) as root:
+        chat()
+        ctx = trace.set_span_in_context(root)
+        worker = threading.Thread(target=tool, args=("get_policy", {"topic": "damaged"}, ctx))
+        worker.start()  # parallel tool calls, ended on another thread
+        tool("lookup_order", {"order_id": order})
+        worker.join()
+        chat()
+        tool("create_claim", {"order_id": order, "reason": "damaged"})
+        tool("create_claim", {"reason": "damaged ", "order_id": order})  # the duplicate
+        chat()
+        tool("issue_refund", {"order_id": order})
+
+
+@pytest.mark.timeout(120)
+def test_many_threads_one_provider_exact_counts(make_processor: Any) -> None:
+    h = make_processor(ISSUE_POLICY)
+    barrier = threading.Barrier(THREADS)
+    failures: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            barrier.wait()
+            agent = "support" if n % 2 else "billing"
+            for r in range(RUNS):
+                agent_run(h, agent, conv=f"conv-{n}", order=f"{n}-{r}")
+        except BaseException as exc:  # noqa: BLE001 - surfaced below: the app must never see one
+            failures.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(THREADS)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    assert failures == []
+
+    runs = THREADS * RUNS
+    per_agent = runs // 2
+    assert len(h.trajectories) == runs
+    assert Counter((t.agent_name, t.outcome, t.tool_calls, t.llm_calls, t.input_tokens, t.output_tokens)
+                   for t in h.trajectories) == {
+        ("support", "success", 5, 3, 3 * CHAT_IN, 3 * CHAT_OUT): per_agent,
+        ("billing", "success", 5, 3, 3 * CHAT_IN, 3 * CHAT_OUT): per_agent,
+    }
+    assert len({t.trace_id for t in h.trajectories}) == runs
+    assert Counter((v.rule, v.agent, v.tool) for v in h.violations) == {
+        ("duplicate_write", "support", "create_claim"): per_agent,
+        ("duplicate_write", "billing", "create_claim"): per_agent,
+    }
+    for agent in ("support", "billing"):
+        assert h.agent_value("agenteval_trajectories_total", agent, outcome="success") == per_agent
+        assert h.agent_value("agenteval_trajectory_steps_sum", agent) == 5 * per_agent
+        assert h.agent_value("agenteval_trajectory_llm_calls_sum", agent) == 3 * per_agent
+        assert h.agent_value("agenteval_tokens_total", agent, type="input") == 3 * CHAT_IN * per_agent
+        assert h.agent_value("agenteval_tokens_total", agent, type="output") == 3 * CHAT_OUT * per_agent
+        assert h.agent_value("agenteval_violations_total", agent, rule="duplicate_write", tool="create_claim",
+                             severity="critical") == per_agent
+        assert h.agent_value("agenteval_tool_calls_total", agent, tool="create_claim", status="ok") == 2 * per_agent
+        for tool in ("lookup_order", "get_policy", "issue_refund"):
+            assert h.agent_value("agenteval_tool_calls_total", agent, tool=tool, status="ok") == per_agent
+    assert {k: h.value("agenteval_spans_total", kind=k) for k in ("tool", "llm", "agent", "other")} == {
+        "tool": 5.0 * runs, "llm": 3.0 * runs, "agent": 1.0 * runs, "other": 0.0}
+    assert h.value("agenteval_open_trajectories") == 0.0
+    assert h.value("agenteval_late_spans_total") == 0.0
+    for stage in h.processor.stats()["errors"]:
+        assert h.value("agenteval_processor_errors_total", stage=stage) == 0.0
+    assert elapsed < 10, f"{runs * 9} spans through one provider took {elapsed:.1f}s"
