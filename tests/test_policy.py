@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import re
+
 import pytest
 from conftest import ISSUE_POLICY
 from prometheus_client import CollectorRegistry
@@ -49,7 +51,9 @@ def errors_of(text: str) -> list[str]:
     with pytest.raises(PolicyError) as info:
         Policy.from_yaml(text, "agenteval.yaml")
     assert str(info.value).startswith("agenteval.yaml: invalid policy")
-    return info.value.errors
+    # every error names its line in the file; the line itself is checked in test_check_policy.py
+    assert all(re.search(r" \(line \d+\)$", e) for e in info.value.errors if "not valid YAML" not in e and "(top level)" not in e)
+    return [re.sub(r" \(line \d+\)$", "", e) for e in info.value.errors]
 
 
 @pytest.mark.parametrize("text,path", [
@@ -67,8 +71,8 @@ def test_unknown_keys_are_errors_with_their_path(text: str, path: str) -> None:
 
 @pytest.mark.parametrize("text,expected", [
     ("agents: {'*': {budget: {max_steps: 0}}}", "agents.*.budget.max_steps: must be > 0"),
-    ("agents: {support: {budget: {max_duration_s: -1}}}", "agents.support.budget.max_duration_s: must be > 0.0"),
-    ("pricing: {gpt-4o: {input_per_mtok: -1, output_per_mtok: 2}}", "pricing.gpt-4o.input_per_mtok: must be >= 0.0"),
+    ("agents: {support: {budget: {max_duration_s: -1}}}", "agents.support.budget.max_duration_s: must be > 0"),
+    ("pricing: {gpt-4o: {input_per_mtok: -1, output_per_mtok: 2}}", "pricing.gpt-4o.input_per_mtok: must be >= 0"),
     ("limits: {max_open_trajectories: 0}", "limits.max_open_trajectories: must be > 0"),
 ])
 def test_bad_values_are_errors_with_their_path(text: str, expected: str) -> None:
@@ -115,7 +119,7 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     path.write_text("agents: {'*': {budget: {max_steps: 0}}}\n")
     with pytest.raises(PolicyError) as info:
         Policy.from_file(path)
-    assert str(info.value) == f"{path}: invalid policy\n  agents.*.budget.max_steps: must be > 0"
+    assert str(info.value) == f"{path}: invalid policy\n  agents.*.budget.max_steps: must be > 0 (line 1)"
 
 
 @pytest.mark.parametrize("text", ["", "version: 1\n", "# only a comment\n"])
