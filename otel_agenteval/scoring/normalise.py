@@ -95,7 +95,7 @@ def _decimal(places: str | None) -> Normaliser:
 
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
-_ISO = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ].*)?$")
+_ISO = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[t ].*)?$")
 _COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _NUMERIC = re.compile(r"^(\d{1,4})[/.\-](\d{1,2})[/.\-](\d{1,4})$")
 _WORDY = re.compile(r"^(?:[a-z]+,?\s+)?(?:(\d{1,2})(?:st|nd|rd|th)?\s+([a-z]+)\.?|([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?),?\s+(\d{4})$")
@@ -216,7 +216,7 @@ def build(spec: str) -> Normaliser | None:
 class ArgumentRule:
     """How one expected argument is compared: its normalisers, or ``ignore``."""
 
-    __slots__ = ("ignore", "steps", "specs")
+    __slots__ = ("ignore", "specs", "steps")
 
     def __init__(self, specs: Sequence[str] = ()) -> None:
         self.specs = tuple(specs)

@@ -1,0 +1,365 @@
+"""The cases file: one reference trajectory (and its alternatives) per case.
+
+YAML (this project's form) or a Google ADK / agentevals ``EvalSet`` JSON (its expected
+``tool_uses`` per invocation become the required calls). Unknown keys are errors, reported
+with their path, so a typo never silently loosens a reference.
+
+A reference's *length* counts its required calls plus the final answer, and a run's length
+counts its tool calls plus its final answer, so ``extra_steps`` is the difference in tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..policy import _error_lines
+from .normalise import ArgumentRule, build
+
+Order = Literal["exact", "in_order", "any_order", "superset", "unordered", "subset"]
+CaseSet = Literal["capability", "regression"]
+
+
+class CasesError(ValueError):
+    """A cases file that cannot be loaded; ``errors`` holds one ``path: message`` line each."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        self.source = source
+        self.errors = errors
+        super().__init__(f"{source}: invalid cases file\n" + "\n".join(f"  {e}" for e in errors))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Normalisers = dict[str, list[str]]
+
+
+def _as_lists(value: Any) -> Any:
+    """``{order_id: id}`` is shorthand for ``{order_id: [id]}``."""
+    if isinstance(value, dict):
+        return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+    return value
+
+
+def _check_specs(value: Normalisers) -> Normalisers:
+    for arg, specs in value.items():
+        for spec in specs:
+            try:
+                build(spec)
+            except (ValueError, re.error) as exc:
+                raise ValueError(f"{arg}: {exc}") from None
+    return value
+
+
+class Call(_Model):
+    """One required call: a tool and the arguments that matter (others are not compared)."""
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = {}
+    normalise: Normalisers = {}
+    id: str | None = None  # a name for ``ordering``; defaults to the tool name
+
+    _n = field_validator("normalise", mode="before")(_as_lists)
+    _c = field_validator("normalise")(_check_specs)
+
+    @property
+    def name(self) -> str:
+        return self.id or self.tool
+
+
+class Budget(_Model):
+    max_steps: int | None = Field(default=None, gt=0)  # tool calls + the final answer
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
+class Thresholds(_Model):
+    argument_accuracy: float = Field(default=0.9, ge=0, le=1)  # below this fails
+    warn_extra_steps: int = Field(default=4, ge=0)  # more extra steps than this warns
+
+
+class Alternative(_Model):
+    """Another acceptable path; unset fields come from the main reference."""
+
+    order: Order = "in_order"
+    required: list[Call] = []
+    ordering: list[list[str]] = []
+    allowed_extras: list[str] = []
+    normalise: Normalisers = {}
+    budget: Budget | None = None
+
+    _n = field_validator("normalise", mode="before")(_as_lists)
+    _c = field_validator("normalise")(_check_specs)
+
+    @field_validator("ordering")
+    @classmethod
+    def _chains(cls, value: list[list[str]]) -> list[list[str]]:
+        for i, chain in enumerate(value):
+            if len(chain) < 2:
+                raise ValueError(f"ordering[{i}] needs at least two names: [first, then]")
+        return value
+
+    @model_validator(mode="after")
+    def _names_exist(self) -> Alternative:
+        names = {c.name for c in self.required} | {c.tool for c in self.required}
+        for i, chain in enumerate(self.ordering):
+            for j, n in enumerate(chain):
+                if n not in names:
+                    raise ValueError(f"ordering[{i}][{j}]: {n!r} names no required call")
+        return self
+
+
+class Reference(Alternative):
+    alternatives: list[Alternative] = []
+
+
+class Case(_Model):
+    id: str = Field(min_length=1)
+    task: str | None = None
+    set: CaseSet = "capability"
+    reference: Reference
+    thresholds: Thresholds | None = None
+
+
+class CasesFile(_Model):
+    version: Literal[1] = 1
+    thresholds: Thresholds = Thresholds()
+    cases: list[Case]
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> CasesFile:
+        seen: set[str] = set()
+        for c in self.cases:
+            if c.id in seen:
+                raise ValueError(f"case id {c.id!r} appears twice")
+            seen.add(c.id)
+        return self
+
+
+# --- what the matcher uses ------------------------------------------------------------------
+
+class ExpectedCall:
+    """A required call ready to compare: one :class:`ArgumentRule` per expected argument."""
+
+    __slots__ = ("args", "name", "position", "rules", "tool")
+
+    def __init__(self, call: Call, shared: Normalisers, position: int) -> None:
+        self.tool = call.tool
+        self.args = call.args
+        self.name = call.name
+        self.position = position
+        specs = {**shared, **call.normalise}
+        self.rules = {k: ArgumentRule(specs.get(k, ())) for k in call.args}
+
+    def accepts(self, arguments: dict[str, Any]) -> bool:
+        """Whether a call's arguments satisfy this one (the tool is checked by the caller)."""
+        for k, rule in self.rules.items():
+            if rule.ignore:
+                continue
+            if k not in arguments or not rule.matches(self.args[k], arguments[k]):
+                return False
+        return True
+
+    def label(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        return f"{self.tool}({args})"
+
+
+class ReferencePath:
+    """One acceptable path (the main reference or an alternative), resolved."""
+
+    __slots__ = ("allowed_extras", "before", "calls", "index", "max_cost_usd", "max_steps", "order")
+
+    def __init__(self, alt: Alternative, index: int, main: Reference | None = None) -> None:
+        given = alt.model_fields_set
+        base = main if main is not None else alt
+
+        def pick(field: str) -> Any:
+            return getattr(alt if field in given or main is None else base, field)
+
+        self.index = index  # 0 = the main reference, i = alternative i
+        self.order: str = pick("order")
+        if self.order == "superset":
+            self.order = "any_order"
+        shared: Normalisers = {**(main.normalise if main is not None else {}), **alt.normalise}
+        self.calls = [ExpectedCall(c, shared, i) for i, c in enumerate(alt.required)]
+        self.allowed_extras = frozenset(pick("allowed_extras"))
+        self.before = _ordering(alt.required, pick("ordering") if "ordering" in given or main is None else [])
+        budget: Budget | None = pick("budget")
+        length = len(self.calls) + 1
+        self.max_steps = budget.max_steps if budget is not None and budget.max_steps else 2 * length
+        self.max_cost_usd = budget.max_cost_usd if budget is not None else None
+
+    @property
+    def length(self) -> int:
+        """Required calls plus the final answer."""
+        return len(self.calls) + 1
+
+
+def _ordering(calls: list[Call], chains: list[list[str]]) -> frozenset[tuple[int, int]]:
+    """``ordering`` chains as pairs (earlier position, later position) of required calls."""
+    by_name: dict[str, list[int]] = {}
+    for i, c in enumerate(calls):
+        by_name.setdefault(c.name, []).append(i)
+        if c.id is not None and c.id != c.tool:
+            by_name.setdefault(c.tool, []).append(i)
+    pairs: set[tuple[int, int]] = set()
+    for chain in chains:
+        for a, b in pairwise(chain):
+            for i in by_name.get(a, ()):
+                for j in by_name.get(b, ()):
+                    if i != j:
+                        pairs.add((i, j))
+    return frozenset(pairs)
+
+
+class ResolvedCase:
+    """A case ready to score: its paths (main first) and thresholds."""
+
+    __slots__ = ("id", "paths", "set", "task", "thresholds")
+
+    def __init__(self, case: Case, defaults: Thresholds) -> None:
+        self.id = case.id
+        self.task = case.task
+        self.set = case.set
+        self.thresholds = case.thresholds or defaults
+        ref = case.reference
+        self.paths = [ReferencePath(ref, 0)] + [ReferencePath(a, i + 1, ref) for i, a in enumerate(ref.alternatives)]
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+def load_cases(path: str | Path) -> list[ResolvedCase]:
+    """Read a YAML cases file or an ADK/agentevals ``EvalSet`` JSON file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CasesError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
+    return cases_from_text(text, str(p))
+
+
+def cases_from_text(text: str, source: str = "<cases>") -> list[ResolvedCase]:
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise CasesError(source, [f"not valid JSON: {exc}"]) from None
+        if _is_evalset(data):
+            data = evalset_to_cases(data, source)
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+            raise CasesError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+    return cases_from_dict(data, source)
+
+
+def cases_from_dict(data: Any, source: str = "<cases>") -> list[ResolvedCase]:
+    if not isinstance(data, dict):
+        raise CasesError(source, [f"(top level): must be a mapping with 'cases', got {type(data).__name__}"])
+    try:
+        model = CasesFile.model_validate(data)
+    except ValidationError as exc:
+        raise CasesError(source, _error_lines(exc)) from None
+    errors = []
+    for i, case in enumerate(model.cases):
+        for j, alt in enumerate([case.reference, *case.reference.alternatives]):
+            where = f"cases.{i}.reference" + (f".alternatives.{j - 1}" if j else "")
+            p = ReferencePath(alt, j, case.reference if j else None)
+            if _has_cycle(len(p.calls), p.before):
+                errors.append(f"{where}.ordering: the constraints form a cycle")
+    if errors:
+        raise CasesError(source, errors)
+    return [ResolvedCase(c, model.thresholds) for c in model.cases]
+
+
+def _has_cycle(n: int, pairs: frozenset[tuple[int, int]]) -> bool:
+    after: dict[int, list[int]] = {}
+    indegree = [0] * n
+    for a, b in pairs:
+        after.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = [i for i in range(n) if indegree[i] == 0]
+    seen = 0
+    while ready:
+        i = ready.pop()
+        seen += 1
+        for j in after.get(i, ()):
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                ready.append(j)
+    return seen != n
+
+
+# --- Google ADK / agentevals EvalSet ---------------------------------------------------------------
+
+def _get(d: dict[str, Any], snake: str) -> Any:
+    """ADK writes snake_case; its pydantic models also accept camelCase."""
+    if snake in d:
+        return d[snake]
+    head, *rest = snake.split("_")
+    return d.get(head + "".join(w.title() for w in rest))
+
+
+def _is_evalset(data: Any) -> bool:
+    if isinstance(data, list):  # the older ADK ``.test.json``: a list of queries
+        return all(isinstance(x, dict) and "query" in x for x in data)
+    return isinstance(data, dict) and _get(data, "eval_cases") is not None
+
+
+def evalset_to_cases(data: Any, source: str = "<evalset>") -> dict[str, Any]:
+    """An ``EvalSet`` as a cases mapping: each invocation's ``tool_uses``, in order, ``exact``.
+
+    ADK's default trajectory criterion is an exact match of the expected tool calls, so the
+    required calls keep that order rule. Cases are capability cases unless the file says more.
+    """
+    errors: list[str] = []
+    cases: list[dict[str, Any]] = []
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            calls = []
+            for j, use in enumerate(item.get("expected_tool_use") or []):
+                name = use.get("tool_name") if isinstance(use, dict) else None
+                if not name:
+                    errors.append(f"{i}.expected_tool_use.{j}: needs tool_name")
+                    continue
+                calls.append({"tool": name, "args": use.get("tool_input") or {}})
+            cases.append({"id": str(item.get("id") or f"case-{i + 1}"), "task": item.get("query"),
+                          "reference": {"order": "exact", "required": calls}})
+    else:
+        for i, case in enumerate(_get(data, "eval_cases") or []):
+            where = f"eval_cases.{i}"
+            if not isinstance(case, dict):
+                errors.append(f"{where}: must be an object")
+                continue
+            case_id = _get(case, "eval_id")
+            if not case_id:
+                errors.append(f"{where}.eval_id: missing")
+                continue
+            calls = []
+            task = None
+            for k, inv in enumerate(_get(case, "conversation") or []):
+                if task is None:
+                    parts = (_get(inv, "user_content") or {}).get("parts") or []
+                    task = " ".join(p.get("text", "") for p in parts if isinstance(p, dict)) or None
+                data_ = _get(inv, "intermediate_data") or {}
+                for j, use in enumerate(_get(data_, "tool_uses") or []):
+                    if not isinstance(use, dict) or not use.get("name"):
+                        errors.append(f"{where}.conversation.{k}.intermediate_data.tool_uses.{j}.name: missing")
+                        continue
+                    calls.append({"tool": use["name"], "args": use.get("args") or {}})
+            cases.append({"id": str(case_id), "task": task, "reference": {"order": "exact", "required": calls}})
+    if errors:
+        raise CasesError(source, errors)
+    return {"cases": cases}

@@ -1,0 +1,189 @@
+"""``otel-agenteval score``: recorded runs against reference trajectories; pass^k and cost."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..policy import Policy, PolicyError
+from ..trajectory import Trajectory
+from ..violation import Violation
+from . import compare, report
+from .cases import CasesError, ResolvedCase, load_cases
+from .reliability import CaseResult, check_trials
+from .score import MappingError, case_id_of, load_mapping, score_run
+
+HELP = "Score recorded runs against reference trajectories (cases file); report pass^k, cost and a gate."
+
+EPILOG = """\
+Runs are bound to cases by the root span attribute agenteval.case.id (or agentevals.eval.case.id),
+trials by agenteval.trial, or by --mapping (lines 'TRACE_ID CASE_ID', or a YAML/JSON object).
+The cases file is YAML, or a Google ADK / agentevals EvalSet JSON (expected tool_uses per case).
+A run succeeds (for pass^k) when its verdict is pass or warn. A case fails the gate when pass^k at
+--k is below --threshold (defaults: any failed run fails the case).
+Exit status: 0 ok, 1 a regression-set case fails the gate, 2 usage or input error."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files (any format replay reads)")
+    p.add_argument("--cases", required=True, help="cases file: YAML, or ADK/agentevals EvalSet JSON")
+    p.add_argument("--policy", help="policy YAML: which tools write, which rules run (default: none)")
+    p.add_argument("--mapping", help="trace id -> case id file, for runs without a case attribute")
+    p.add_argument("--format", choices=("table", "json", "markdown", "junit"), default="table",
+                   help="output format (default table)")
+    p.add_argument("--k", type=int, default=1, help="k for the gate's pass^k (default 1)")
+    p.add_argument("--threshold", type=float, default=1.0,
+                   help="a case fails when pass^k at --k is below this (default 1.0)")
+    p.add_argument("--k-max", type=int, default=None,
+                   help="report pass^k for k = 1..K (default: up to the fewest trials of any case)")
+    p.add_argument("--compare", nargs="+", metavar="OTHER_TRACES",
+                   help="a second candidate's traces, scored on the same cases, shown side by side")
+    p.add_argument("--labels", help="names for the two candidates, comma separated (default: file names)")
+    p.add_argument("--plot", default="agenteval-compare.png",
+                   help="with --compare: PNG of the accuracy-cost plane (default agenteval-compare.png)")
+    p.add_argument("--show-arguments", action="store_true",
+                   help="put tool argument values in the report (default: hashes only)")
+    p.add_argument("--all-steps", action="store_true", help="table: a step table for passing runs too")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no rejected-line messages or warnings")
+    p.add_argument("--verbose", "-v", action="store_true", help="also log each violation to stderr as found")
+
+
+def _err(msg: str) -> None:
+    print(f"score: {msg}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.k < 1 or (args.k_max is not None and args.k_max < 1):
+        _err("--k and --k-max must be at least 1")
+        return 2
+    if not 0.0 <= args.threshold <= 1.0:
+        _err("--threshold must be between 0 and 1")
+        return 2
+    try:
+        cases = load_cases(args.cases)
+        policy = Policy.from_file(args.policy) if args.policy else Policy()
+        mapping = load_mapping(args.mapping) if args.mapping else None
+    except (CasesError, PolicyError, MappingError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    from ..demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
+
+    _configure_logging(args.verbose)
+    groups = [list(args.traces)] + ([list(args.compare)] if args.compare else [])
+    for p in (Path(x) for g in groups for x in g):
+        if not p.is_file():
+            _err(f"{p}: {'no such file' if not p.exists() else 'not a file'}")
+            return 2
+    docs = []
+    for paths in groups:
+        doc = score_files(paths, cases, policy, mapping, args)
+        if isinstance(doc, int):
+            return doc
+        docs.append(doc)
+    doc = docs[0]
+    out = sys.stdout
+    if args.compare:
+        labels = _labels(args, groups)
+        if labels is None:
+            return 2
+        cmp = compare.comparison(labels, docs, args.k_max or args.k)
+        skipped = compare.plot(cmp, args.plot)
+        if skipped and "empty plot" not in skipped:
+            print(f"score: plot skipped: {skipped}", file=sys.stderr)
+        else:
+            print(f"score: plot written to {args.plot}" + (f" ({skipped})" if skipped else ""), file=sys.stderr)
+        if args.format == "json":
+            doc = {**doc, "compare": {**cmp, "plot": None if skipped and "empty plot" not in skipped else str(args.plot),
+                                       "candidates_reports": dict(zip(labels[1:], docs[1:]))}}
+    if args.format == "json":
+        out.write(report.to_json(doc) + "\n")
+    elif args.format == "markdown":
+        out.write(report.to_markdown(doc) + "\n")
+    elif args.format == "junit":
+        out.write(report.to_junit(doc) + "\n")
+    else:
+        out.write(report.to_table(doc, all_steps=args.all_steps) + "\n")
+        if args.compare:
+            out.write("\n" + compare.to_table(cmp) + "\n")
+    return 1 if doc["summary"]["gate"]["failed_regression_cases"] else 0
+
+
+def _labels(args: argparse.Namespace, groups: list[list[str]]) -> list[str] | None:
+    if args.labels:
+        labels = [x.strip() for x in args.labels.split(",")]
+        if len(labels) != len(groups) or not all(labels):
+            _err(f"--labels needs {len(groups)} names, comma separated")
+            return None
+        return labels
+    names = [Path(g[0]).name + (f" +{len(g) - 1}" if len(g) > 1 else "") for g in groups]
+    if len(set(names)) < len(names):
+        names = [f"{n} ({i + 1})" for i, n in enumerate(names)]
+    return names
+
+
+def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
+                mapping: dict[str, str] | None, args: argparse.Namespace) -> dict[str, Any] | int:
+    """Replay ``paths``, score each run as it finishes (constant memory per run), build the report."""
+    from ..replay import InputError, RejectedInput, replay
+
+    by_id = {c.id: CaseResult(c) for c in cases}
+    violations: dict[str, list[Violation]] = {}
+    unbound = 0
+    unknown: Counter[str] = Counter()
+
+    def found(v: Violation) -> None:
+        violations.setdefault(v.trace_id, []).append(v)
+
+    def finished(t: Trajectory) -> None:
+        nonlocal unbound
+        cid = case_id_of(t, mapping)
+        if cid is None:
+            unbound += 1
+            return
+        result = by_id.get(cid)
+        if result is None:
+            unknown[cid] += 1
+            return
+        result.runs.append(score_run(t, result.case, policy, violations.get(t.trace_hex, ())))
+
+    def on_reject(msg: str) -> None:
+        if not args.quiet:
+            _err(f"rejected: {msg}")
+
+    try:
+        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False,
+                     on_trajectory=[finished], on_violation=[found])
+    except RejectedInput as exc:
+        _err(f"{exc} (--strict: stopping)")
+        return 2
+    except InputError as exc:
+        _err(str(exc))
+        return 2
+    results = list(by_id.values())
+    for r in results:
+        r.runs.sort(key=lambda s: (s.trial is None, s.trial if s.trial is not None else 0))
+    if args.k_max is not None:
+        short = check_trials(results, args.k_max)
+        if short:
+            _err(f"--k-max {args.k_max}: " + "; ".join(short))
+            return 2
+    if not args.quiet:
+        if unbound:
+            _err(f"{unbound} runs carry no case id (set agenteval.case.id on the root span, or use --mapping)")
+        for cid, n in unknown.items():
+            _err(f"{n} runs name case {cid!r}, which the cases file does not have")
+        for r in results:
+            if not r.n:
+                _err(f"case {r.case.id}: no runs found")
+    counts = got.counts.as_dict()
+    extra = {"runs": sum(r.n for r in results), "unbound_runs": unbound, "unknown_cases": dict(unknown),
+             "input": counts}
+    return report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,
+                        show_arguments=args.show_arguments, extra_summary=extra)

@@ -1,0 +1,200 @@
+"""The score report: one document (``build``), rendered as JSON, a table, Markdown or JUnit XML."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from .reliability import CaseResult, pass_hat_k, set_summary
+
+SETS = ("regression", "capability")
+
+
+def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int | None = None,
+          show_arguments: bool = False, extra_summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report as plain data: per case (runs, pass^k keyed by k), per set summaries, the gate."""
+    cases = []
+    for r in results:
+        top = k_max if k_max is not None else r.n
+        gate = round(pass_hat_k(r.n, r.c, k), 4) if r.n >= k else None
+        cases.append({
+            "id": r.case.id,
+            "set": r.case.set,
+            "task": r.case.task,
+            "trials": r.n,
+            "passes": r.c,
+            "pass_hat_k": {str(i): round(v, 4) for i, v in r.curve(top).items()} if r.n else {},
+            "pass_at_k": {str(i): round(v, 4) for i, v in r.pass_at(top).items()} if r.n else {},
+            "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold, "failed": r.failed(k, threshold)},
+            "runs": [run.to_dict(show_arguments) for run in r.runs],
+        })
+    summary: dict[str, Any] = {}
+    for name in SETS:
+        members = [r for r in results if r.case.set == name]
+        if members:
+            summary[name] = set_summary(members, k_max)
+    failed = [r.case.id for r in results if r.failed(k, threshold)]
+    summary["gate"] = {"k": k, "threshold": threshold, "failed_cases": failed,
+                       "failed_regression_cases": [r.case.id for r in results
+                                                   if r.case.set == "regression" and r.failed(k, threshold)]}
+    summary.update(extra_summary or {})
+    return {"cases": cases, "summary": summary}
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2)
+
+
+# --- table -----------------------------------------------------------------------------------------
+
+def _fmt_acc(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _curve(d: dict[str, float], limit: int = 8) -> str:
+    items = list(d.items())
+    if len(items) > limit:  # the ends matter most: first few, then the last
+        items = items[: limit - 1] + items[-1:]
+    return "  ".join(f"k={k}:{v:.2f}" for k, v in items) or "-"
+
+
+def _money(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:.4f}"
+
+
+def to_table(doc: dict[str, Any], *, all_steps: bool = False) -> str:
+    out: list[str] = []
+    for case in doc["cases"]:
+        gate = case["gate"]
+        status = "FAILED" if gate["failed"] else "ok"
+        out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
+                   f"pass^k {_curve(case['pass_hat_k'])}  [{status}]")
+        if not case["runs"]:
+            out.append("  no runs found for this case")
+        for i, run in enumerate(case["runs"], 1):
+            trial = run["trial"] if run["trial"] is not None else i
+            out.append(f"  trial {trial}  trace {run['trace_id']}  {run['verdict'].upper():4}  "
+                       f"coverage {'pass' if run['coverage'] else 'FAIL'}  "
+                       f"argument accuracy {_fmt_acc(run['argument_accuracy'])}  "
+                       f"extra steps {run['extra_steps']:+d}  duplicate writes {run['duplicate_writes']}  "
+                       f"cost {_money(run['cost_usd'])}")
+            if run["reference"] != "main":
+                out.append(f"    matched {run['reference']}")
+            for reason in run["reasons"]:
+                out.append(f"    - {reason}")
+            if run["verdict"] != "pass" or all_steps:
+                out.extend(_step_table(run))
+        out.append("")
+    out.extend(_summary_lines(doc["summary"]))
+    return "\n".join(out)
+
+
+def _step_table(run: dict[str, Any]) -> list[str]:
+    lines = ["    step  call                      verdict"]
+    for s in run["steps"]:
+        call = s["tool"] + ("" if s["ok"] else " (error)")
+        mark = s["mark"] + (f" ({s['detail']})" if s.get("detail") else "")
+        lines.append(f"    {s['step']:>4}  {call:<24}  {mark}")
+    lines.append(f"    {run['run_steps']:>4}  {'final answer':<24}  (reference: {run['reference_steps']} steps)")
+    if run["first_divergence"]:
+        lines.append(f"    first divergence: {run['first_divergence']}")
+    return lines
+
+
+def _summary_lines(summary: dict[str, Any]) -> list[str]:
+    out = []
+    for name in SETS:
+        s = summary.get(name)
+        if s is None:
+            continue
+        v = s["verdicts"]
+        out.append(f"{name}: {s['cases']} cases, {s['runs']} runs ({v['pass']} pass, {v['warn']} warn, "
+                   f"{v['fail']} fail), pass rate {_fmt_acc(s['pass_rate'])}")
+        out.append(f"  pass^k {_curve(s['pass_hat_k'])}")
+        out.append(f"  pass@k {_curve(s['pass_at_k'])}")
+        c = s["cost_usd"]
+        out.append(f"  cost per success {_money(c['per_success'])}, p50 {_money(c['p50'])}, p95 {_money(c['p95'])}; "
+                   f"latency p50 {s['latency_s']['p50']:.2f}s p95 {s['latency_s']['p95']:.2f}s; "
+                   f"steps p50 {s['steps']['p50']:g} p95 {s['steps']['p95']:g} max {s['steps']['max']:g}")
+        if s["cases_without_runs"]:
+            out.append(f"  no runs: {', '.join(s['cases_without_runs'])}")
+    g = summary["gate"]
+    failed = g["failed_regression_cases"]
+    out.append(f"gate: pass^{g['k']} >= {g['threshold']:g}; "
+               + (f"regression cases failing: {', '.join(failed)}" if failed else "no regression case fails"))
+    if summary.get("unbound_runs"):
+        out.append(f"runs without a case: {summary['unbound_runs']}")
+    if summary.get("unknown_cases"):
+        out.append("runs naming unknown cases: " + ", ".join(f"{k} ({v})" for k, v in summary["unknown_cases"].items()))
+    return out
+
+
+# --- markdown --------------------------------------------------------------------------------------
+
+def to_markdown(doc: dict[str, Any]) -> str:
+    out = ["# Trajectory scores", ""]
+    for name in SETS:
+        s = doc["summary"].get(name)
+        if s is None:
+            continue
+        c = s["cost_usd"]
+        out += [f"## {name.title()} set", "",
+                "| cases | runs | pass rate | pass^k | cost per success | p95 cost | p95 latency |",
+                "|---:|---:|---:|---|---:|---:|---:|",
+                (f"| {s['cases']} | {s['runs']} | {_fmt_acc(s['pass_rate'])} | {_curve(s['pass_hat_k'])} | "
+                 f"{_money(c['per_success'])} | {_money(c['p95'])} | {s['latency_s']['p95']:.2f}s |"), ""]
+    out += ["## Cases", "", "| case | set | passed | pass^k | gate |", "|---|---|---:|---|---|"]
+    for case in doc["cases"]:
+        out.append(f"| {case['id']} | {case['set']} | {case['passes']}/{case['trials']} | "
+                   f"{_curve(case['pass_hat_k'])} | {'**FAILED**' if case['gate']['failed'] else 'ok'} |")
+    out.append("")
+    for case in doc["cases"]:
+        bad = [r for r in case["runs"] if r["verdict"] != "pass"]
+        if not bad:
+            continue
+        out += [f"### {case['id']}", ""]
+        for run in bad:
+            out += [(f"**trace `{run['trace_id']}`: {run['verdict']}** — coverage {'pass' if run['coverage'] else 'fail'}, "
+                     f"argument accuracy {_fmt_acc(run['argument_accuracy'])}, extra steps {run['extra_steps']:+d}, "
+                     f"duplicate writes {run['duplicate_writes']}"), ""]
+            out += [f"- {r}" for r in run["reasons"]] + [""]
+            out += ["| step | call | verdict |", "|---:|---|---|"]
+            for s in run["steps"]:
+                out.append(f"| {s['step']} | `{s['tool']}`{'' if s['ok'] else ' (error)'} | {s['mark']} |")
+            out += [f"| {run['run_steps']} | final answer | |", ""]
+    return "\n".join(out)
+
+
+# --- junit -----------------------------------------------------------------------------------------
+
+def to_junit(doc: dict[str, Any]) -> str:
+    """One test case per case; it fails when pass^k at the gate's k is below the threshold."""
+    cases = doc["cases"]
+    g = doc["summary"]["gate"]
+    failures = sum(1 for c in cases if c["gate"]["failed"])
+    root = ET.Element("testsuites", name="otel-agenteval score", tests=str(len(cases)), failures=str(failures))
+    for name in SETS:
+        members = [c for c in cases if c["set"] == name]
+        if not members:
+            continue
+        suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(members)),
+                              failures=str(sum(1 for c in members if c["gate"]["failed"])), errors="0")
+        for c in members:
+            tc = ET.SubElement(suite, "testcase", classname=f"agenteval.{name}", name=c["id"])
+            gate = c["gate"]
+            if not gate["failed"]:
+                continue
+            if gate["pass_hat_k"] is None:
+                msg = f"{c['trials']} trials, fewer than k={g['k']}"
+            else:
+                msg = f"pass^{g['k']} {gate['pass_hat_k']:.2f} below {g['threshold']:g}"
+            fail = ET.SubElement(tc, "failure", message=msg, type="pass_hat_k")
+            lines = []
+            for run in c["runs"]:
+                if run["verdict"] == "fail":
+                    lines.append(f"trace {run['trace_id']}: " + "; ".join(run["reasons"]))
+            fail.text = "\n".join(lines) or msg
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

@@ -1,0 +1,328 @@
+"""One run against its case: four numbers kept apart, a verdict with reasons, a per-step table.
+
+- ``coverage``: the run holds the reference's calls under its order rule (``match.py``);
+- ``argument_accuracy``: calls to a reference tool whose arguments fit some required call of
+  that tool, over all calls to a reference tool (``None`` when there were none);
+- ``extra_steps``: run length minus reference length, each counting its final answer (so the
+  difference in tool calls: 7 steps against 4 is +3, as is 6 calls against 3);
+- ``duplicate_writes``: write calls repeating an earlier successful write of this run with
+  identical normalised arguments.
+
+Verdict: a duplicate write or a critical violation fails whatever else holds; so do a missing
+(or out-of-order, or unexpected) call, argument accuracy below the case threshold and a blown
+budget. More extra steps than the warn threshold, a warning violation or an unfinished run warn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import _semconv as sc
+from ..policy import Policy
+from ..trajectory import Trajectory, short_hash
+from ..violation import Violation
+from .cases import ReferencePath, ResolvedCase
+from .match import Match, match
+
+_RANK = {"pass": 0, "warn": 1, "fail": 2}
+
+
+@dataclass(slots=True)
+class StepMark:
+    step: int  # 1-based position in the run
+    tool: str
+    ok: bool
+    mark: str  # "matches step N" | "extra" | "extra (allowed)" | "wrong argument" | "DUPLICATE WRITE" | "after error"
+    reference_step: int | None
+    arguments: dict[str, Any]
+    detail: str | None = None
+
+    def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {"step": self.step, "tool": self.tool, "ok": self.ok, "mark": self.mark,
+                             "reference_step": self.reference_step}
+        if self.detail:
+            d["detail"] = self.detail
+        if show_arguments:
+            d["arguments"] = self.arguments
+        else:
+            d["arguments_hash"] = short_hash(json.dumps(self.arguments, sort_keys=True, default=str))
+        return d
+
+
+@dataclass(slots=True)
+class RunScore:
+    case_id: str
+    trace_id: str
+    trial: int | None
+    agent: str
+    verdict: str
+    reasons: list[str]
+    coverage: bool
+    argument_accuracy: float | None
+    extra_steps: int
+    duplicate_writes: int
+    run_steps: int  # tool calls + the final answer
+    reference_steps: int  # required calls + the final answer
+    reference: int  # 0 = the main reference, i = alternative i
+    steps: list[StepMark]
+    first_divergence: str | None
+    violations: list[Violation] = field(default_factory=list)
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    outcome: str = "unknown"
+
+    @property
+    def passed(self) -> bool:
+        """A run succeeds (for pass^k) when its verdict is pass or warn."""
+        return self.verdict != "fail"
+
+    def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "trial": self.trial,
+            "agent": self.agent,
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "coverage": self.coverage,
+            "argument_accuracy": None if self.argument_accuracy is None else round(self.argument_accuracy, 4),
+            "extra_steps": self.extra_steps,
+            "duplicate_writes": self.duplicate_writes,
+            "run_steps": self.run_steps,
+            "reference_steps": self.reference_steps,
+            "reference": "main" if self.reference == 0 else f"alternative {self.reference}",
+            "first_divergence": self.first_divergence,
+            "violations": [{"rule": v.rule, "severity": v.severity, "span_id": v.span_id} for v in self.violations],
+            "cost_usd": round(self.cost_usd, 6),
+            "duration_s": round(self.duration_s, 3),
+            "outcome": self.outcome,
+            "steps": [s.to_dict(show_arguments) for s in self.steps],
+        }
+
+
+def duplicate_write_steps(t: Trajectory, policy: Policy, path: ReferencePath | None = None) -> tuple[frozenset[int], frozenset[int]]:
+    """Write calls repeating an earlier successful identical write in this run: ``(duplicates, expected)``.
+
+    When the reference itself requires the same write ``n`` times, the first ``n`` identical
+    calls are expected (returned second), and only the ones after them are duplicates.
+    """
+    done: dict[tuple[str, str], int] = {}
+    dups = set()
+    expected = set()
+    for i, s in enumerate(t.steps):
+        if not policy.is_write(s.tool):
+            continue
+        key = s.call_key
+        before = done.get(key, 0)
+        if before:
+            allowed = _required_times(path, s) if path is not None else 1
+            if before >= allowed:
+                dups.add(i)
+                continue
+            expected.add(i)
+        if s.ok:
+            done[key] = before + 1
+    return frozenset(dups), frozenset(expected)
+
+
+def _required_times(path: ReferencePath, step: Any) -> int:
+    return max(1, sum(1 for exp in path.calls if exp.tool == step.tool and exp.accepts(step.arguments)))
+
+
+def score_run(t: Trajectory, case: ResolvedCase, policy: Policy,
+              violations: Sequence[Violation] = (), trial: int | None = None) -> RunScore:
+    """Score one finished trajectory against every acceptable path of its case; keep the best."""
+    if trial is None:
+        trial = trial_of(t)
+    best: RunScore | None = None
+    for path in case.paths:
+        s = _score_path(t, case, path, policy, violations, trial)
+        if best is None or _better(s, best):
+            best = s
+    assert best is not None
+    return best
+
+
+def _better(a: RunScore, b: RunScore) -> bool:
+    def key(s: RunScore) -> tuple[Any, ...]:
+        return (_RANK[s.verdict], not s.coverage, len(s.reasons), -(s.argument_accuracy or 0.0))
+    return key(a) < key(b)
+
+
+def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: Policy,
+                violations: Sequence[Violation], trial: int | None) -> RunScore:
+    calls = t.steps
+    dups, repeats = duplicate_write_steps(t, policy, path)
+    m: Match = match(path, calls, dups)
+    ref_tools = {c.tool for c in path.calls}
+    by_tool: dict[str, list[Any]] = {}
+    for exp in path.calls:
+        by_tool.setdefault(exp.tool, []).append(exp)
+
+    marks: list[StepMark] = []
+    to_ref = right = 0
+    last_ok: dict[str, bool] = {}
+    for i, c in enumerate(calls):
+        fits = any(exp.accepts(c.arguments) for exp in by_tool.get(c.tool, ()))
+        if c.tool in ref_tools:
+            to_ref += 1
+            right += fits
+        detail = None
+        j = m.step_of.get(i)
+        if i in dups:
+            mark = "DUPLICATE WRITE"
+        elif j is not None:
+            mark = f"matches step {j + 1}"
+        elif last_ok.get(c.tool) is False:
+            mark = "after error"
+        elif c.tool in ref_tools and not fits:
+            mark = "wrong argument"
+            detail = _wrong_arguments(by_tool[c.tool], c.arguments)
+        elif c.tool in path.allowed_extras:
+            mark = "extra (allowed)"
+        else:
+            mark = "extra"
+        last_ok[c.tool] = c.ok
+        marks.append(StepMark(i + 1, c.tool, c.ok, mark, None if j is None else j + 1, c.arguments, detail))
+
+    accuracy = right / to_ref if to_ref else None
+    run_steps = len(calls) + 1
+    extra = run_steps - path.length
+    th = case.thresholds
+
+    fail: list[str] = []
+    warn: list[str] = []
+    for i in sorted(dups):
+        fail.append(f"duplicate write: step {i + 1} {calls[i].tool} repeats a successful write with identical arguments")
+    dup_spans = {format(calls[i].span_id, "016x") for i in dups | repeats}
+    for v in violations:
+        if v.rule == "duplicate_write" and v.span_id in dup_spans:
+            continue  # a reason above already, or a repeat the reference requires
+        where = f" at {v.tool}" if v.tool else ""
+        if v.severity == "critical":
+            fail.append(f"critical violation {v.rule}{where}: {v.message}")
+        elif v.severity == "warning":
+            warn.append(f"violation {v.rule}{where}: {v.message}")
+    fail.extend(m.reasons)
+    if accuracy is not None and accuracy < th.argument_accuracy:
+        fail.append(f"argument accuracy {accuracy:.2f} below {th.argument_accuracy:.2f} ({right} of {to_ref} right)")
+    if run_steps > path.max_steps:
+        fail.append(f"over budget: {run_steps} steps > {path.max_steps}")
+    if path.max_cost_usd is not None and t.cost_usd > path.max_cost_usd:
+        fail.append(f"over budget: cost ${t.cost_usd:.4f} > ${path.max_cost_usd:.4f}")
+    if extra > th.warn_extra_steps:
+        warn.append(f"{extra} extra steps (more than {th.warn_extra_steps})")
+    if t.outcome == "incomplete":
+        warn.append("run incomplete: its root span never ended")
+    if m.approximate:
+        warn.append("matching was approximate (reference too large for an exact search)")
+    verdict = "fail" if fail else "warn" if warn else "pass"
+    return RunScore(
+        case_id=case.id, trace_id=t.trace_hex, trial=trial, agent=t.agent_name, verdict=verdict,
+        reasons=fail + warn, coverage=m.coverage, argument_accuracy=accuracy, extra_steps=extra,
+        duplicate_writes=len(dups), run_steps=run_steps, reference_steps=path.length,
+        reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
+        violations=list(violations), cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
+    )
+
+
+def _wrong_arguments(expected: Sequence[Any], arguments: Mapping[str, Any]) -> str:
+    """Which argument names differ from the closest required call of the tool (names only)."""
+    best: list[str] | None = None
+    for exp in expected:
+        bad = [k for k, rule in exp.rules.items()
+               if not rule.ignore and (k not in arguments or not rule.matches(exp.args[k], arguments[k]))]
+        if best is None or len(bad) < len(best):
+            best = bad
+    return "wrong: " + ", ".join(best or [])
+
+
+def _divergence(path: ReferencePath, m: Match, marks: list[StepMark]) -> str | None:
+    """Where the run first left the reference path (``None`` when it never did)."""
+    ordered = path.order in ("exact", "in_order")
+    nxt = 0
+    for s in marks:
+        if s.reference_step is not None and (not ordered or s.reference_step == nxt + 1):
+            nxt += 1
+            continue
+        if s.mark == "extra (allowed)":
+            continue
+        if ordered and s.reference_step is None and nxt < len(path.calls):
+            return f"step {s.step}: {s.tool} ({s.mark}) where the reference expects step {nxt + 1} {path.calls[nxt].label()}"
+        return f"step {s.step}: {s.tool} ({s.mark})"
+    if m.missing:
+        j = m.missing[0]
+        return f"after step {len(marks)}: reference step {j + 1} {path.calls[j].label()} never came"
+    return None
+
+
+# --- binding runs to cases ------------------------------------------------------------------------
+
+def case_id_of(t: Trajectory, mapping: Mapping[str, str] | None = None) -> str | None:
+    """The case a run belongs to: the mapping file first, then root attributes."""
+    if mapping:
+        cid = mapping.get(t.trace_hex)
+        if cid is not None:
+            return cid
+    attrs = t.root_attributes or {}
+    cid = attrs.get(sc.AE_CASE_ID) or attrs.get(sc.AGENTEVALS_CASE_ID)
+    return str(cid) if cid not in (None, "") else None
+
+
+def trial_of(t: Trajectory) -> int | None:
+    value = (t.root_attributes or {}).get(sc.AE_TRIAL)
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class MappingError(ValueError):
+    pass
+
+
+def load_mapping(path: str | Path) -> dict[str, str]:
+    """A trace id -> case id mapping: JSON or YAML object, or lines ``TRACE_ID CASE_ID``."""
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MappingError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    data: Any
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None
+    out: dict[str, str] = {}
+    if isinstance(data, dict):
+        items: Iterable[tuple[Any, Any]] = data.items()
+        for k, v in items:
+            out[_trace_key(str(k), p, None)] = str(v)
+        return out
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.replace(",", " ").split()
+        if len(parts) != 2:
+            raise MappingError(f"{p}:{n}: expected 'TRACE_ID CASE_ID'")
+        out[_trace_key(parts[0], p, n)] = parts[1]
+    return out
+
+
+def _trace_key(text: str, p: Path, line: int | None) -> str:
+    t = text.strip().lower()
+    try:
+        int(t, 16)
+    except ValueError:
+        where = f"{p}:{line}" if line else str(p)
+        raise MappingError(f"{where}: {text!r} is not a hex trace id") from None
+    if len(t) > 32:
+        where = f"{p}:{line}" if line else str(p)
+        raise MappingError(f"{where}: {text!r} is longer than a trace id")
+    return t.rjust(32, "0")
