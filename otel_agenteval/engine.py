@@ -290,13 +290,12 @@ class Engine:
         for rule in self._rules:
             try:
                 found = rule(event, check)
+                if found:
+                    if self._disabled:
+                        found = [v for v in found if v.rule not in self._disabled]
+                    out.extend(found)  # inside the guard: a rule may return something not iterable
             except Exception:  # a broken rule must not break the host or the other rules
                 self.stats["errors"]["rule"] += 1
-                continue
-            if found:
-                if self._disabled:
-                    found = [v for v in found if v.rule not in self._disabled]
-                out.extend(found)
 
     def _tool(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
         self._bind_conversation(t, step.conversation_id)

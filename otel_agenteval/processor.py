@@ -44,7 +44,10 @@ class TrajectoryProcessor(SpanProcessor):
         def finished(t: Trajectory, redundant: list[str]) -> None:
             self.metrics.finished(t, redundant)
             for cb in user_done:
-                cb(t)
+                try:
+                    cb(t)
+                except Exception:  # one broken callback must not starve the others
+                    self.engine.stats["errors"]["callback"] += 1
 
         self.engine = Engine(
             self.policy,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 from typing import Any
 
@@ -64,12 +63,10 @@ def test_many_threads_one_provider_exact_counts(make_processor: Any) -> None:
             failures.append(exc)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(THREADS)]
-    started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - started
     assert failures == []
 
     runs = THREADS * RUNS
@@ -102,4 +99,3 @@ def test_many_threads_one_provider_exact_counts(make_processor: Any) -> None:
     assert h.value("agenteval_late_spans_total") == 0.0
     for stage in h.processor.stats()["errors"]:
         assert h.value("agenteval_processor_errors_total", stage=stage) == 0.0
-    assert elapsed < 10, f"{runs * 9} spans through one provider took {elapsed:.1f}s"
