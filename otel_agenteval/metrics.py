@@ -38,10 +38,10 @@ class ToolLabels:
     def __call__(self, tool: str | None) -> str:
         if tool is None:
             return ""
-        if tool in self._allowed:
-            return tool
+        label = tool[:MAX_LABEL_LEN]  # a long name keeps the label it was first given
+        if label in self._allowed:
+            return label
         if len(self._allowed) < self._cap:
-            label = tool[:MAX_LABEL_LEN]
             self._allowed.add(label)
             return label
         return OTHER
@@ -156,6 +156,9 @@ class SelfCollector(Collector):
         yield CounterMetricFamily("agenteval_steps_dropped",
                                   "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
                                   value=s["steps_dropped"])
+        yield CounterMetricFamily("agenteval_open_spans_dropped",
+                                  "Open spans forgotten because limits.max_open_spans was reached.",
+                                  value=s["routes_dropped"])
         conv = CounterMetricFamily("agenteval_conversations_evicted", "Conversation states dropped, by reason.",
                                    labels=("reason",))
         for reason, n in sorted(s["conversations_evicted"].items()):

@@ -485,3 +485,53 @@ def test_end_only_mode_finalise_all_marks_incomplete(make_processor: Any) -> Non
     replay.processor.engine.finalise_all()
     assert [(t.outcome, [s.tool for s in t.steps]) for t in replay.trajectories] == [
         ("incomplete", ["lookup_order"])]
+
+
+def test_legacy_pydantic_ai_run(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    root = h.start("agent run", None, 0, {"agent_name": "support_agent", "model_name": "gpt-4o"})
+    for i, (name, args) in enumerate([("lookup_order", {"order_id": "88120"}), ("create_claim", CLAIM_2)]):
+        s = h.start("running tool", root, i + 1, {"gen_ai.tool.name": name, "tool_arguments": json.dumps(args)})
+        h.end(s, i + 1.5, {"tool_response": "ok"})
+    h.end(root, 5)
+    assert [(t.agent_name, [(s.tool, s.arguments) for s in t.steps]) for t in h.trajectories] == [
+        ("support_agent", [("lookup_order", {"order_id": "88120"}), ("create_claim", CLAIM_2)])]
+
+
+def test_util_genai_run_everything_set_at_end(make_processor: Any) -> None:
+    """util-genai: the tool span has only its name at start; call id, arguments, agent name at end."""
+    h = make_processor(WRITES_ONLY)
+    root = h.start("invoke_agent support_agent", None, 0, {"gen_ai.operation.name": "invoke_agent",
+                                                          "gen_ai.agent.name": "support_agent"})
+    for i in range(2):
+        s = h.start("execute_tool create_claim", root, i + 1, {"gen_ai.operation.name": "execute_tool",
+                                                              "gen_ai.tool.name": "create_claim"})
+        h.end(s, i + 1.5, {"gen_ai.tool.call.id": f"c{i}", "gen_ai.tool.call.arguments": json.dumps(CLAIM_1),
+                           "gen_ai.agent.name": "support_agent"})
+    h.end(root, 5, {"gen_ai.conversation.id": "conv-u"})
+    assert [(t.agent_name, t.conversation_id, t.tool_calls) for t in h.trajectories] == [
+        ("support_agent", "conv-u", 2)]
+    assert h.rules() == ["duplicate_write"]
+
+
+def test_conversations_bounded_by_capacity(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY + "limits: {max_conversations: 2}")
+    for i, conv in enumerate(["c1", "c2", "c3", "c1"]):
+        h.run("support", [("create_claim", {"order_id": "1"})], at=i * 10, conv=conv)
+    assert h.violations == []  # c1 was the oldest when c3 came: its write is forgotten
+    assert h.value("agenteval_conversations_evicted_total", reason="capacity") == 2.0  # c1, then c2
+
+
+def test_open_spans_bounded_and_drops_counted(make_processor: Any) -> None:
+    h = make_processor("limits: {max_open_spans: 3}")
+    root = h.agent("support", 0)
+    tools = [h.start("execute_tool t", root, 1 + i, {"gen_ai.operation.name": "execute_tool",
+                                                     "gen_ai.tool.name": f"t{i}"}) for i in range(4)]
+    for i, s in enumerate(tools):
+        h.end(s, 10 + i)
+    h.end(root, 20)
+    h.provider.force_flush()
+    assert h.value("agenteval_open_spans_dropped_total") == 2.0  # the root's route, then t0's
+    assert sum(t.tool_calls for t in h.trajectories) == 4  # degraded grouping, but no tool call lost
+    assert h.processor.engine._routes == {}
+    assert h.value("agenteval_processor_errors_total", stage="on_end") == 0.0

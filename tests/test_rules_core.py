@@ -266,3 +266,20 @@ def test_argument_values_never_in_violations_logs_or_metrics(make_processor: Any
     exposition = generate_latest(h.registry).decode() + generate_openmetrics(h.registry).decode()
     assert SECRET not in exposition and SECRET_CONV not in exposition
     assert 'agent_name="support"' in exposition and SERVICE in exposition
+
+
+def test_tool_labels_capped_policy_tools_always_kept(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY + "limits: {max_tool_labels: 2}")
+    long_name = "x" * 100
+    h.run("support", [(long_name, {}), ("t1", {}), ("t2", {}), ("t3", {}), (long_name, {}), ("create_claim", {})])
+    tools = {s.labels["tool"]: s.value for m in h.registry.collect() if m.name == "agenteval_tool_calls"
+             for s in m.samples if s.name.endswith("_total")}
+    assert tools == {"x" * 64: 2.0, "t1": 1.0, "other": 2.0, "create_claim": 1.0}
+
+
+def test_violation_exemplar_is_the_trace_id(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY)
+    root = h.run("support", [("create_claim", {"order_id": "1"}), ("create_claim", {"order_id": "1"})])
+    text = generate_openmetrics(h.registry).decode()
+    (line,) = [x for x in text.splitlines() if x.startswith("agenteval_violations_total{") and 'tool="create_claim"' in x]
+    assert f' 1.0 # {{trace_id="{hex_trace(root)}"}} 1.0 ' in line
