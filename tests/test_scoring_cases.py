@@ -61,6 +61,13 @@ def test_errors_name_the_path(text: str, error: str) -> None:
     assert str(exc.value).startswith("cases.yaml: invalid cases file")
 
 
+def test_errors_carry_the_yaml_line() -> None:
+    text = "cases:\n  - id: a\n    reference:\n      order: in_order\n      requird: []\n"
+    with pytest.raises(CasesError) as exc:
+        cases_from_text(text, "cases.yaml")
+    assert exc.value.errors == ["cases.0.reference.requird: unknown key (check the spelling) (line 5)"]
+
+
 def test_alternatives_inherit_unset_fields() -> None:
     [case] = cases_from_text("""
 cases:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..policy import _error_lines
+from ..policy import _error_lines, _with_line
 from .normalise import ArgumentRule, build
 
 Order = Literal["exact", "in_order", "any_order", "superset", "unordered", "subset"]
@@ -255,14 +255,18 @@ def cases_from_text(text: str, source: str = "<cases>") -> list[ResolvedCase]:
             raise CasesError(source, [f"not valid JSON: {exc}"]) from None
         if _is_evalset(data):
             data = evalset_to_cases(data, source)
-    else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-            raise CasesError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
-    return cases_from_dict(data, source)
+        return cases_from_dict(data, source)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        raise CasesError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+    try:
+        return cases_from_dict(data, source)
+    except CasesError as exc:  # add the line of each error's path
+        raise CasesError(source, [_with_line(e, node) for e in exc.errors]) from None
 
 
 def cases_from_dict(data: Any, source: str = "<cases>") -> list[ResolvedCase]:
