@@ -1,0 +1,167 @@
+"""OTLP protobuf files: ``ExportTraceServiceRequest`` records -> :class:`RecordedSpan`.
+
+Framing, from the first byte: ``0x0a`` is one single message (read whole); ``0x00`` is the
+Collector file exporter's 4-byte big-endian length prefix; anything else is a varint
+length-delimited stream (protobuf's ``writeDelimitedTo``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.trace import SpanKind
+
+from .readers import _STATUS, ReadCounts, _Bad, _end_time
+from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+
+_KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
+_HAS_IS_REMOTE = 0x100
+_IS_REMOTE = 0x200
+
+
+def _value(v: Any) -> Any:
+    which = v.WhichOneof("value")
+    if which == "string_value":
+        return v.string_value
+    if which == "int_value":
+        return v.int_value
+    if which == "bool_value":
+        return v.bool_value
+    if which == "double_value":
+        return v.double_value
+    if which == "array_value":
+        return tuple(_value(x) for x in v.array_value.values)
+    if which == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in v.kvlist_value.values}
+    if which == "bytes_value":
+        return v.bytes_value
+    return None
+
+
+def _attributes(kvs: Any) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in kvs}
+
+
+def _id(raw: bytes, size: int, field: str, required: bool) -> int:
+    if len(raw) != size:
+        if not raw and not required:
+            return 0
+        raise _Bad(f"{field} has {len(raw)} bytes, expected {size}")
+    n = int.from_bytes(raw, "big")
+    if required and n == 0:
+        raise _Bad(f"{field} is all zeros")
+    return n
+
+
+def _span(s: Any, resource: RecordedResource) -> RecordedSpan:
+    ctx = RecordedContext(_id(s.trace_id, 16, "trace_id", True), _id(s.span_id, 8, "span_id", True))
+    parent = None
+    if s.parent_span_id:
+        flags = s.flags
+        parent = RecordedContext(ctx.trace_id, _id(s.parent_span_id, 8, "parent_span_id", False),
+                                 bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else False)
+    status = STATUS_UNSET
+    if s.HasField("status"):
+        status = _STATUS.get(s.status.code)  # type: ignore[assignment]
+        if status is None:
+            raise _Bad(f"unknown status.code {s.status.code}")
+        if s.status.message:
+            status = RecordedStatus(status.status_code, s.status.message)
+    kind = _KINDS.get(s.kind)
+    if kind is None:
+        raise _Bad(f"unknown kind {s.kind}")
+    events = tuple(RecordedEvent(e.name, _attributes(e.attributes), e.time_unix_nano) for e in s.events)
+    return RecordedSpan(s.name, ctx, parent, kind, s.start_time_unix_nano, s.end_time_unix_nano, status,
+                        _attributes(s.attributes), events, resource)
+
+
+def request_spans(req: Any, where: str, reject: Callable[[str], None]) -> list[RecordedSpan]:
+    """The spans of one parsed ``ExportTraceServiceRequest``, sorted by end time."""
+    out: list[RecordedSpan] = []
+    for i, rs in enumerate(req.resource_spans):
+        resource = RecordedResource(_attributes(rs.resource.attributes))
+        for j, ss in enumerate(rs.scope_spans):
+            for k, s in enumerate(ss.spans):
+                try:
+                    out.append(_span(s, resource))
+                except (_Bad, ValueError, TypeError) as exc:
+                    reject(f"{where}: resource_spans[{i}].scope_spans[{j}].spans[{k}]: {exc}")
+    if len(out) > 1:
+        out.sort(key=_end_time)
+    return out
+
+
+def _varint(f: IO[bytes]) -> tuple[int, int] | None:
+    shift = n = 0
+    while True:
+        b = f.read(1)
+        if not b:
+            if shift:
+                raise _Bad("file ends inside a length prefix")
+            return None
+        n |= (b[0] & 0x7F) << shift
+        if b[0] < 0x80:
+            return n, shift // 7 + 1
+        shift += 7
+        if shift > 63:
+            raise _Bad("length prefix is not a varint")
+
+
+def _be32(f: IO[bytes]) -> tuple[int, int] | None:
+    b = f.read(4)
+    if not b:
+        return None
+    if len(b) < 4:
+        raise _Bad("file ends inside a 4-byte length prefix")
+    return int.from_bytes(b, "big"), 4
+
+
+def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str], None],
+               raw: IO[bytes], on_progress: Callable[[int], None] | None) -> Iterator[list[RecordedSpan]]:
+    """Spans of each record of a protobuf file, one list per record."""
+    first = f.peek(1)[:1]  # type: ignore[attr-defined]
+    if first == b"\x0a":  # one single message: cannot be split, read whole
+        data = f.read()
+        counts.lines += 1
+        yield _message(data, f"{p}: message", counts, reject)
+        return
+    prefix = _be32 if first == b"\x00" else _varint
+    n = 0
+    offset = 0
+    while True:
+        try:
+            got = prefix(f)
+        except _Bad as exc:
+            reject(f"{p}: record {n + 1} (byte {offset}): {exc}")
+            return
+        if got is None:
+            return
+        size, used = got
+        n += 1
+        counts.lines += 1
+        data = f.read(size)
+        where = f"{p}: record {n} (byte {offset})"
+        offset += used + size
+        if len(data) < size:
+            reject(f"{where}: file ends inside the record ({len(data)} of {size} bytes)")
+            return
+        yield _message(data, where, counts, reject)
+        if on_progress is not None and not n & 63:
+            on_progress(raw.tell())
+
+
+def _message(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str], None]) -> list[RecordedSpan]:
+    req = ExportTraceServiceRequest()
+    try:
+        req.ParseFromString(data)
+    except (DecodeError, ValueError) as exc:
+        reject(f"{where}: not an OTLP ExportTraceServiceRequest: {exc}")
+        return []
+    counts.records += 1
+    spans = request_spans(req, where, reject)
+    counts.spans += len(spans)
+    return spans

@@ -1,0 +1,187 @@
+"""Replay: recorded files give the trajectories and violations the live processor gave.
+
+Spans come from the real SDK (``trace_files.record_scenario``), are seen live by a
+``TrajectoryProcessor`` and exported in memory, written out in each file format, and replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trace_files as tf
+from conftest import ISSUE_POLICY
+
+from otel_agenteval import Policy, Trajectory, Violation
+from otel_agenteval.cli import main
+from otel_agenteval.replay import replay
+
+
+def view(t: Trajectory) -> dict[str, Any]:
+    """What a trajectory says, minus the key (a span id live, the trace id end-only)."""
+    return {
+        "agent": t.agent_name, "service": t.service_name, "trace": t.trace_hex, "outcome": t.outcome,
+        "conversation": t.conversation_id, "started_ns": t.started_ns, "duration_s": t.duration_s,
+        "steps": [(s.tool, s.arguments, s.ok, s.error_type, s.call_id, s.raw_result, s.start_ns, s.end_ns)
+                  for s in t.steps],
+        "llm_calls": t.llm_calls, "tokens": (t.input_tokens, t.output_tokens), "cost": round(t.cost_usd, 9),
+        "root_attributes": dict(t.root_attributes),
+    }
+
+
+def vviews(vs: list[Violation]) -> list[dict[str, Any]]:
+    return [v.model_dump() for v in vs]
+
+
+@pytest.fixture
+def live(make_processor: Any) -> tuple[Any, list[Any]]:
+    return tf.recorded(make_processor, ISSUE_POLICY)
+
+
+def test_scenario_finds_what_it_should(live: Any) -> None:
+    h, _ = live
+    assert [(v.rule, v.agent) for v in h.violations] == [
+        ("write_retried_after_error", "support"), ("duplicate_write", "support"), ("budget_breach", "support")]
+    assert [t.agent_name for t in h.trajectories] == ["support", "support", "support", "triage"]
+
+
+SDK_FORMATS = ("sdk-json-objects", "sdk-json-list")
+
+
+@pytest.mark.parametrize("fmt", sorted(tf.WRITERS))
+def test_replay_equals_live(fmt: str, live: Any, tmp_path: Path) -> None:
+    h, spans = live
+    write, ext = tf.WRITERS[fmt]
+    path = write(spans, tmp_path / f"traces{ext}")
+    result = replay([path], Policy.from_yaml(ISSUE_POLICY))
+    assert result.counts.spans == len(spans) and result.counts.rejected == 0
+    expected, got = [view(t) for t in h.trajectories], [view(t) for t in result.trajectories]
+    if fmt in SDK_FORMATS:  # to_json keeps microseconds: compare times at that precision
+        for d in expected + got:
+            d["started_ns"] //= 1000
+            d["steps"] = [(*s[:6], s[6] // 1000, s[7] // 1000) for s in d["steps"]]
+            d["duration_s"] = round(d["duration_s"], 5)
+    assert got == expected
+    assert vviews(result.violations) == vviews(h.violations)
+
+
+def test_mixed_files_share_conversations(live: Any, tmp_path: Path) -> None:
+    """A conversation spread over files of three formats: the duplicate write is still found."""
+    h, spans = live
+    cut = next(i for i, s in enumerate(spans) if s.name == "invoke_agent support") + 1  # after run 1
+    a = tf.otlp_json_lines(spans[:cut], tmp_path / "a.jsonl.gz")
+    b = tf.otlp_protobuf(spans[cut:cut + 3], tmp_path / "b.pb")
+    c = tf.otlp_json_document(spans[cut + 3:], tmp_path / "c.json")
+    result = replay([a, b, c], Policy.from_yaml(ISSUE_POLICY))
+    assert [view(t) for t in result.trajectories] == [view(t) for t in h.trajectories]
+    assert vviews(result.violations) == vviews(h.violations)
+    assert result.counts.files == 3
+
+
+def test_root_never_seen_finishes_incomplete(live: Any, tmp_path: Path) -> None:
+    _, spans = live
+    first_run = spans[:next(i for i, s in enumerate(spans) if s.name == "invoke_agent support")]  # root cut off
+    result = replay([tf.otlp_json_lines(first_run, tmp_path / "cut.jsonl")], Policy.from_yaml(ISSUE_POLICY))
+    assert [(t.outcome, len(t.steps)) for t in result.trajectories] == [("incomplete", 3)]
+    assert result.engine_stats["replay"]["traces_end_only"] == 1
+
+
+def test_held_spans_are_bounded(live: Any, tmp_path: Path) -> None:
+    """Past the bound a trace falls back to end-only mode: still replayed, and counted."""
+    h, spans = live
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+    result = replay([path], Policy.from_yaml(ISSUE_POLICY), max_held_spans=3)
+    stats = result.engine_stats["replay"]
+    assert stats["traces_end_only"] >= 1 and stats["held_max"] == 3
+    assert sorted(t.trace_hex for t in result.trajectories) == sorted(t.trace_hex for t in h.trajectories)
+    assert [len(t.steps) for t in result.trajectories] == [len(t.steps) for t in h.trajectories]
+
+
+def test_late_span_after_root_is_counted(live: Any, tmp_path: Path) -> None:
+    _, spans = live
+    root_at = next(i for i, s in enumerate(spans) if s.name == "invoke_agent support")
+    moved = [*spans[:root_at - 1], spans[root_at], spans[root_at - 1], *spans[root_at + 1:]]
+    result = replay([tf.sdk_json_objects(moved, tmp_path / "late.json")], Policy.from_yaml(ISSUE_POLICY))
+    assert result.engine_stats["late"] == 1
+
+
+# --- the command ---------------------------------------------------------------------------------
+@pytest.fixture
+def policy_file(tmp_path: Path) -> Path:
+    p = tmp_path / "policy.yaml"
+    p.write_text(ISSUE_POLICY)
+    return p
+
+
+def test_cli_table_exit_1_on_critical(live: Any, tmp_path: Path, policy_file: Path, capsys: Any) -> None:
+    _, spans = live
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+    assert main(["replay", str(path), "--policy", str(policy_file)]) == 1
+    out, err = capsys.readouterr()
+    assert "CRITICAL duplicate_write  agent=support tool=create_claim" in out
+    assert "WARNING  budget_breach" in out
+    assert "runs" in out and "duplicate_write" in out
+    assert f"input: 1 files, {-(-len(spans) // 5)} lines, {len(spans)} spans, 4 trajectories, 0 rejected, 0 late spans" in out
+    assert "\r" not in err  # no progress bar when stderr is not a TTY
+
+
+def test_cli_json(live: Any, tmp_path: Path, policy_file: Path, capsys: Any) -> None:
+    h, spans = live
+    path = tf.otlp_protobuf(spans, tmp_path / "t.pb.gz")
+    assert main(["replay", str(path), "--policy", str(policy_file), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["violations"] == [v.model_dump(mode="json") for v in h.violations]
+    assert doc["summary"]["runs"] == 4 and doc["summary"]["critical_violations"] == 1
+    batches = -(-len(spans) // 5)
+    assert doc["input"] == {"files": 1, "lines": batches, "records": batches, "spans": len(spans), "rejected": 0,
+                            "trajectories": 4, "late_spans": 0, "evicted": 0, "unfinished": 0}
+
+
+def test_cli_exit_0_without_critical(live: Any, tmp_path: Path, policy_file: Path, capsys: Any) -> None:
+    _, spans = live
+    clean = [s for s in spans if s.context.trace_id in {spans[-1].context.trace_id, spans[-2].context.trace_id}]
+    path = tf.sdk_json_objects(clean, tmp_path / "clean.json")
+    assert main(["replay", str(path), "--policy", str(policy_file)]) == 0
+
+
+def test_cli_bad_lines_reported_and_counted(live: Any, tmp_path: Path, policy_file: Path, capsys: Any) -> None:
+    _, spans = live
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+    lines = path.read_text().splitlines()
+    lines.insert(2, '{"resourceSpans": [ truncated')
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(path), "--policy", str(policy_file)]) == 1
+    out, err = capsys.readouterr()
+    assert f"replay: rejected: {path}:3: not valid JSON" in err
+    assert "1 rejected" in out
+    assert main(["replay", str(path), "--policy", str(policy_file), "--strict"]) == 2
+    out, err = capsys.readouterr()
+    assert f"{path}:3: not valid JSON" in err and "--strict" in err
+
+
+def test_cli_empty_file(tmp_path: Path, policy_file: Path, capsys: Any) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["replay", str(empty), "--policy", str(policy_file), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["input"]["spans"] == 0 and doc["summary"]["runs"] == 0
+
+
+def test_cli_usage_errors(tmp_path: Path, policy_file: Path, capsys: Any) -> None:
+    bad_policy = tmp_path / "bad.yaml"
+    bad_policy.write_text("tools:\n  create_claim: {wirte: true}\n")
+    empty = tmp_path / "e.jsonl"
+    empty.write_text("")
+    assert main(["replay", str(empty), "--policy", str(bad_policy)]) == 2
+    assert "tools.create_claim.wirte: unknown key" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "missing.jsonl"), "--policy", str(policy_file)]) == 2
+    assert "missing.jsonl: no such file" in capsys.readouterr().err
+    zst = tmp_path / "t.jsonl.zst"
+    zst.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 20)
+    assert main(["replay", str(zst), "--policy", str(policy_file)]) == 2
+    assert "zstd-compressed" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", str(empty)])  # --policy is required
+    assert exc.value.code == 2
