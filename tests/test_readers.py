@@ -1,0 +1,189 @@
+"""Readers: every file format back to the span fields the engine reads, and bad input reported.
+
+Spans come from the real SDK (``trace_files.record_scenario``), are written in each format with
+the real encoders (OTLP protobuf, protobuf's JSON mapping, ``span.to_json()``) and read back.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trace_files as tf
+from conftest import ISSUE_POLICY
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_agenteval.replay import readers
+from otel_agenteval.replay.readers import InputError, ReadCounts, RejectedInput, iter_spans
+
+
+def fields(s: Any, us: bool = False) -> dict[str, Any]:
+    """The ReadableSpan fields the engine and extract read, as plain values."""
+    t = (lambda n: n // 1000) if us else (lambda n: n)
+    return {
+        "name": s.name, "trace_id": s.context.trace_id, "span_id": s.context.span_id,
+        "parent": None if s.parent is None else (s.parent.span_id, s.parent.is_remote),
+        "kind": s.kind, "start": t(s.start_time), "end": t(s.end_time),
+        "status": (s.status.status_code, s.status.description), "attributes": dict(s.attributes),
+        "events": [(e.name, dict(e.attributes), t(e.timestamp)) for e in s.events],
+        "resource": dict(s.resource.attributes),
+    }
+
+
+@pytest.fixture
+def spans(make_processor: Any) -> list[ReadableSpan]:
+    return tf.recorded(make_processor, ISSUE_POLICY)[1]
+
+
+def read(*paths: Path, **kw: Any) -> tuple[list[Any], ReadCounts, list[str]]:
+    counts, rejects = ReadCounts(), []
+    got = list(iter_spans(paths, counts=counts, on_reject=rejects.append, **kw))
+    return got, counts, rejects
+
+
+@pytest.mark.parametrize("fmt", sorted(tf.WRITERS))
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_every_format_reads_back_the_span_fields(fmt: str, gz: bool, spans: list[ReadableSpan],
+                                                 tmp_path: Path) -> None:
+    write, ext = tf.WRITERS[fmt]
+    path = write(spans, tmp_path / f"traces{ext}{'.gz' if gz else ''}")
+    got, counts, rejects = read(path)
+    sdk = fmt.startswith("sdk-")
+    expected = [fields(s, us=sdk) for s in spans]
+    if sdk:  # to_json writes no is_remote: only server/consumer spans count as entries
+        for e, s in zip(expected, spans):
+            if e["parent"] is not None:
+                e["parent"] = (e["parent"][0], s.kind.name in ("SERVER", "CONSUMER"))
+    assert [fields(s, us=sdk) for s in got] == expected
+    assert rejects == [] and counts.spans == len(spans) and counts.rejected == 0 and counts.files == 1
+
+
+def test_the_scenario_has_every_value_type(spans: list[ReadableSpan]) -> None:
+    tool = next(s for s in spans if s.attributes.get("x.int") == 3)
+    assert {k: tool.attributes[k] for k in ("x.list", "x.ints", "x.float", "x.bool")} == {
+        "x.list": ("a", "b"), "x.ints": (1, 2), "x.float": 1.5, "x.bool": True}
+    assert any(s.parent is not None and s.parent.is_remote for s in spans)
+    assert any(s.events for s in spans)
+
+
+def test_format_is_told_by_content_not_name(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    a = tf.otlp_protobuf(spans, tmp_path / "a.pb")
+    b = tf.otlp_json_lines(spans, tmp_path / "b.jsonl.gz")
+    odd_a, odd_b = tmp_path / "traces-1.dat", tmp_path / "traces-2.txt"
+    odd_a.write_bytes(a.read_bytes())
+    odd_b.write_bytes(b.read_bytes())  # gzip under a .txt name
+    got, _counts, rejects = read(odd_a, odd_b)
+    assert rejects == [] and [fields(s) for s in got] == [fields(s) for s in spans] * 2
+
+
+def test_otlp_json_value_forms(tmp_path: Path) -> None:
+    """Ints as numbers or strings, enums as numbers or names, kvlist/bytes/empty values, flags."""
+    doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                              "scopeSpans": [{"spans": [{
+                                  "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+                                  "parentSpanId": "00f067aa0ba902b7", "flags": 0x300, "name": "x",
+                                  "kind": "SPAN_KIND_SERVER", "startTimeUnixNano": 5, "endTimeUnixNano": "9",
+                                  "status": {"code": "STATUS_CODE_ERROR", "message": "bad"},
+                                  "attributes": [
+                                      {"key": "i", "value": {"intValue": 7}},
+                                      {"key": "d", "value": {"doubleValue": "NaN"}},
+                                      {"key": "kv", "value": {"kvlistValue": {"values": [
+                                          {"key": "a", "value": {"boolValue": False}}]}}},
+                                      {"key": "b", "value": {"bytesValue": "AAE="}},
+                                      {"key": "e", "value": {}}]}]}]}]}
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(doc))
+    (s,), _, rejects = read(path)
+    assert rejects == []
+    assert (s.parent.span_id, s.parent.is_remote, s.kind.name, s.start_time, s.end_time) == (
+        0x00F067AA0BA902B7, True, "SERVER", 5, 9)
+    assert (s.status.status_code.name, s.status.description) == ("ERROR", "bad")
+    d = s.attributes.pop("d")
+    assert math.isnan(d)
+    assert s.attributes == {"i": 7, "kv": {"a": False}, "b": b"\x00\x01", "e": None}
+    assert s.resource.attributes == {"service.name": "s"}
+
+
+def test_bad_lines_and_spans_are_reported_with_line_and_counted(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+    lines = path.read_text().splitlines()
+    broken = json.loads(lines[1])
+    del broken["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["traceId"]
+    broken["resourceSpans"][0]["scopeSpans"][0]["spans"][2]["spanId"] = "zz"
+    lines[1] = json.dumps(broken)
+    lines.insert(3, "not json at all")
+    lines.insert(4, '{"metrics": []}')
+    lines.insert(5, "")  # a blank line is not an error
+    path.write_text("\n".join(lines) + "\n")
+    _got, counts, rejects = read(path)
+    assert rejects == [
+        f"{path}:2: resourceSpans[0].scopeSpans[0].spans[1]: missing traceId",
+        f"{path}:2: resourceSpans[0].scopeSpans[0].spans[2]: spanId 'zz' is neither 16 hex digits nor base64 of 8 bytes",
+        f"{path}:4: not valid JSON: Expecting value: line 1 column 1 (char 0)",
+        f"{path}:5: neither an OTLP ExportTraceServiceRequest nor an SDK span (keys: metrics)",
+    ]
+    assert (counts.rejected, counts.spans, counts.lines) == (4, len(spans) - 2, len(lines))
+    with pytest.raises(RejectedInput, match=r"t\.jsonl:2: .*missing traceId"):
+        read(path, strict=True)
+
+
+def test_bad_records_in_pretty_and_protobuf_files(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    objs = tf.sdk_json_objects(spans[:3], tmp_path / "o.json")
+    text = objs.read_text().splitlines()
+    second = next(i for i, line in enumerate(text) if i and line == "{")
+    text[second + 1] = '    "name": oops,'
+    objs.write_text("\n".join(text) + "\n")
+    got, counts, rejects = read(objs)
+    assert len(got) == 2 and len(rejects) == 1 and rejects[0].startswith(f"{objs}:{second + 1}: not valid JSON")
+
+    pb = tf.otlp_protobuf(spans, tmp_path / "t.pb")
+    data = pb.read_bytes()
+    pb.write_bytes(data[:-10])  # cut inside the last record
+    got, counts, rejects = read(pb)
+    last = -(-len(spans) // 5)
+    assert len(rejects) == 1 and f"record {last} " in rejects[0] and "file ends inside the record" in rejects[0]
+    assert counts.spans == len(spans) - (len(spans) - 5 * (last - 1))
+
+
+def test_truncated_gzip_is_reported_not_fatal(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl.gz")
+    path.write_bytes(path.read_bytes()[:-30])
+    _got, counts, rejects = read(path)
+    assert len(rejects) == 1 and "read failed" in rejects[0] and counts.rejected == 1
+
+
+def test_empty_and_blank_files(tmp_path: Path) -> None:
+    empty, blank, gz = tmp_path / "e.json", tmp_path / "b.jsonl", tmp_path / "z.json.gz"
+    empty.write_bytes(b"")
+    blank.write_bytes(b"\n  \n\n")
+    gz.write_bytes(gzip.compress(b""))
+    got, counts, rejects = read(empty, blank, gz)
+    assert (got, rejects, counts.files, counts.spans) == ([], [], 3, 0)
+
+
+def test_unreadable_files_raise_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="missing.json: cannot read"):
+        read(tmp_path / "missing.json")
+    zst = tmp_path / "t.zst"
+    zst.write_bytes(b"\x28\xb5\x2f\xfd0000")
+    with pytest.raises(InputError, match="zstd"):
+        read(zst)
+
+
+def test_plain_json_fallback_reads_the_same(spans: list[ReadableSpan], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+    with_orjson = [fields(s) for s in read(path)[0]]
+    monkeypatch.setattr(readers, "_loads", json.loads)
+    assert [fields(s) for s in read(path)[0]] == with_orjson
+
+
+def test_spans_of_one_request_come_in_end_order(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    """The SDK's encoder groups a batch by scope; replay needs end order back."""
+    path = tf.otlp_json_lines(list(reversed(spans)), tmp_path / "r.jsonl", batch=len(spans))
+    got = read(path)[0]
+    assert [s.end_time for s in got] == sorted(s.end_time for s in spans)
