@@ -303,6 +303,8 @@ class Engine:
             self._set_name(t.extra["root"], str(step.agent_name), named=True)
         self._run_rules(step, t, out)
         t.tool_calls += 1
+        if not step.ok:
+            t.tool_errors += 1
         if len(t.steps) < self._max_steps:
             step.index = len(t.steps)
             t.steps.append(step)

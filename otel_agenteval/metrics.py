@@ -72,6 +72,10 @@ class Metrics:
                                   (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
                                        (*AGENT_LABELS, "budget"), registry=r)
+        self.with_tool_errors = Counter(
+            "agenteval_trajectories_with_tool_errors",
+            "Finished trajectories with at least one failed tool call, by outcome (success = recovered).",
+            (*AGENT_LABELS, "outcome"), registry=r)
         self.redundant = Counter("agenteval_redundant_calls",
                                  "Non-write tool calls repeating an identical call in the same trajectory.",
                                  (*AGENT_LABELS, "tool"), registry=r)
@@ -92,6 +96,7 @@ class Metrics:
             )
             for outcome in OUTCOMES:
                 self.trajectories.labels(service, agent, outcome)
+                self.with_tool_errors.labels(service, agent, outcome)
             for rule, severity in self._rules.items():
                 self.violations.labels(service, agent, rule, "", severity)
             for budget in BUDGETS:
@@ -125,6 +130,8 @@ class Metrics:
         if t.output_tokens:
             tok_out.inc(t.output_tokens)
         self.trajectories.labels(service, agent, outcome).inc()
+        if t.tool_errors:
+            self.with_tool_errors.labels(service, agent, outcome).inc()
         self.duration.labels(service, agent, outcome).observe(t.duration_s, exemplar)
         self.cost.labels(service, agent, outcome).observe(t.cost_usd, exemplar)
         for tool in redundant:

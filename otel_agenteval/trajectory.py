@@ -166,6 +166,7 @@ class Trajectory:
     last_seen_ns: int = 0
     steps_dropped: int = 0
     tool_calls: int = 0
+    tool_errors: int = 0  # failed tool calls, kept or dropped
     writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
     calls_seen: dict[tuple[str, str], int] = field(default_factory=dict)
