@@ -1,0 +1,1 @@
+"""Grafana dashboards generated from Python (grafana-foundation-sdk); see generate.py."""
