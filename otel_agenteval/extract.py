@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal
 
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
@@ -26,9 +28,28 @@ _OP_KIND.update({op: LLM for op in sc.LLM_OPERATIONS})
 _OI_KIND: dict[str, Kind] = {sc.OI_TOOL: TOOL, sc.OI_LLM: LLM, sc.OI_AGENT: AGENT}
 
 
+_SDK_SPANS = frozenset({ReadableSpan, Span})
+_EMPTY: dict[str, Any] = {}
+
+
+def attributes_of(span: Any) -> Any:
+    """A span's attributes for reading, as a plain dict where the SDK holds one.
+
+    ``ReadableSpan.attributes`` builds a new MappingProxy on each access and
+    ``BoundedAttributes.get`` runs in Python; the processor only reads, so it takes the inner
+    dict. Anything else (replayed spans) is read through ``.attributes``.
+    """
+    if type(span) in _SDK_SPANS:
+        a = span._attributes
+        if type(a) is BoundedAttributes:
+            return a._dict
+        return a or _EMPTY
+    return span.attributes or _EMPTY
+
+
 def classify(span: Any) -> Kind | None:
     """What a finished span is, from its attributes; the span name only as a tie-breaker."""
-    attrs = span.attributes
+    attrs = attributes_of(span)
     if not attrs:
         return None
     op = attrs.get(sc.OPERATION_NAME)
@@ -53,7 +74,7 @@ def classify(span: Any) -> Kind | None:
 
 def is_agent_at_start(span: Any) -> bool:
     """Whether a span that is only starting is an agent span (several frameworks set little then)."""
-    attrs = span.attributes
+    attrs = attributes_of(span)
     if attrs:
         op = attrs.get(sc.OPERATION_NAME)
         if op is not None:
@@ -65,7 +86,7 @@ def is_agent_at_start(span: Any) -> bool:
 
 
 def agent_name_at_start(span: Any) -> str | None:
-    attrs = span.attributes or {}
+    attrs = attributes_of(span)
     name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
     if name:
         return str(name)
@@ -105,7 +126,7 @@ def _is_error(span: Any, attrs: Any) -> bool:
 
 
 def error_type(span: Any) -> str | None:
-    attrs = span.attributes or {}
+    attrs = attributes_of(span)
     et = attrs.get(sc.ERROR_TYPE)
     if et:
         return str(et)
@@ -132,7 +153,7 @@ def _event_attr(span: Any, event_name: str, key: str) -> Any:
 
 
 def tool_name(span: Any) -> str:
-    attrs = span.attributes
+    attrs = attributes_of(span)
     name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
     if name:
         return str(name)
@@ -145,7 +166,7 @@ def tool_name(span: Any) -> str:
 
 def tool_step(span: Any) -> ToolStep:
     """A finished tool span as a step. Arguments and results stay raw: parsed only if needed."""
-    attrs = span.attributes
+    attrs = attributes_of(span)
     ok = not _is_error(span, attrs)
     args = attrs.get(sc.TOOL_CALL_ARGUMENTS)
     if args is None:
@@ -186,12 +207,12 @@ def _int(value: Any) -> int:
         n = int(value) if value is not None else 0
     except (TypeError, ValueError, OverflowError):
         return 0
-    return n if n > 0 else 0
+    return max(0, n)
 
 
 def llm_call(span: Any) -> LLMCall:
     """A finished model-call span. Tokens are counted here and only here."""
-    attrs = span.attributes
+    attrs = attributes_of(span)
     inp = attrs.get(sc.USAGE_INPUT_TOKENS)
     if inp is None:
         inp = attrs.get(sc.USAGE_PROMPT_TOKENS)
@@ -220,7 +241,7 @@ def llm_call(span: Any) -> LLMCall:
 
 def agent_span(span: Any) -> AgentSpan:
     """A finished agent span: name, conversation, outcome, and aggregated totals (fallback only)."""
-    attrs = span.attributes or {}
+    attrs = attributes_of(span)
     name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
     inp = attrs.get(sc.AGG_INPUT_TOKENS)
     if inp is None:
@@ -254,7 +275,7 @@ def agent_span(span: Any) -> AgentSpan:
 
 def root_outcome(span: Any) -> tuple[str | None, bool]:
     """For a non-agent local root: the explicit outcome attribute and whether it is OK."""
-    attrs = span.attributes or {}
+    attrs = attributes_of(span)
     outcome = attrs.get(sc.AE_OUTCOME)
     return (str(outcome) if outcome else None, span.status.status_code is not StatusCode.ERROR)
 
