@@ -1,0 +1,246 @@
+"""A real Prometheus scraping the demo: dashboards return data, alerts fire, p99 and exemplars are right.
+
+Starts ``otel-agenteval demo --forever`` on a free loopback port and a real ``prometheus``
+(Debian package, installed by ``.ci/install-tools.sh``) on another, configured from the shipped
+``deploy/prometheus/prometheus.yml`` with 1s scrape and rule evaluation, the shipped rules, and
+exemplar storage on. Both are always stopped by the fixture's finaliser. Without ``prometheus``
+the module skips, except under ``CI`` where that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from otel_agenteval.metrics import STEP_BUCKETS
+
+ROOT = Path(__file__).resolve().parent.parent
+PROM_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
+RULES = ROOT / "deploy" / "prometheus" / "rules" / "agenteval.rules.yml"
+DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
+
+SEED = 11
+RATE = 25  # demo runs per second
+SERVICE = "support-demo"
+# Grafana's variables and intervals as a user would have them: both demo agents picked.
+SUBSTITUTE = {"$service_name": SERVICE, "$agent_name": "support|returns", "$__rate_interval": "15s",
+              "$__interval": "5s", "$__range": "1m"}
+SCRAPED_SECONDS = 18  # wait for this many scrapes before querying (the rate window is 15s)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} not found on PATH under CI: .ci/install-tools.sh should have installed it")
+        pytest.skip(f"{tool} not installed (apt-get install prometheus, or run .ci/install-tools.sh)")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str, timeout: float = 5) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        body = resp.read().decode()
+    return json.loads(body) if body.startswith("{") else body
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float, logs: list[Path]) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except (OSError, ValueError, KeyError) as exc:
+            last = exc
+        time.sleep(0.25)
+    tails = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last})\n{tails}")
+
+
+@dataclass
+class Stack:
+    prom: str  # base URL of Prometheus
+    demo_port: int
+    started: float  # unix time the demo started
+    logs: list[Path]
+
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        reply = _get(f"{self.prom}/api/v1/query?{urllib.parse.urlencode(params)}")
+        assert reply["status"] == "success", reply
+        return list(reply["data"]["result"])
+
+    def scalar(self, expr: str, at: float | None = None) -> float:
+        [sample] = self.query(expr, at)
+        return float(sample["value"][1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    prometheus = _require("prometheus")
+    tmp = tmp_path_factory.mktemp("prometheus")
+    demo_port, prom_port = _free_port(), _free_port()
+
+    # The shipped config, pointed at the demo, evaluated every second, without Alertmanager.
+    config = yaml.safe_load(PROM_CONFIG.read_text())
+    config["global"].update(scrape_interval="1s", scrape_timeout="1s", evaluation_interval="1s")
+    config["rule_files"] = [str(RULES)]
+    config.pop("alerting", None)
+    [job] = [j for j in config["scrape_configs"] if j["job_name"] == "agenteval"]
+    job["static_configs"] = [{"targets": [f"127.0.0.1:{demo_port}"]}]
+    config["scrape_configs"] = [job]
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+
+    logs = [tmp / "demo.log", tmp / "prometheus.log"]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with logs[1].open("wb") as log:
+            procs.append(subprocess.Popen(
+                [prometheus, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
+                 f"--web.listen-address=127.0.0.1:{prom_port}", "--enable-feature=exemplar-storage",
+                 "--log.level=warn"], stdout=log, stderr=subprocess.STDOUT))
+        prom = f"http://127.0.0.1:{prom_port}"
+        _wait("prometheus to be ready", lambda: "Ready" in _get(f"{prom}/-/ready"), 30, logs)
+        started = time.time()
+        with logs[0].open("wb") as log:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "otel_agenteval", "demo", "--forever", "--rate", str(RATE), "--seed", str(SEED),
+                 "--port", str(demo_port), "--addr", "127.0.0.1", "--quiet", "--format", "json"],
+                stdout=log, stderr=subprocess.STDOUT))
+        s = Stack(prom, demo_port, started, logs)
+        _wait("the demo target to be up", lambda: s.query('up{job="agenteval"} == 1'), 30, logs)
+        _wait(f"{SCRAPED_SECONDS} scrapes of the demo",
+              lambda: s.scalar('count_over_time(up{job="agenteval"}[1m])') >= SCRAPED_SECONDS, 60, logs)
+        yield s
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def _dashboard_queries() -> list[tuple[str, str, str]]:
+    out = []
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text())
+        panels = [p for top in board["panels"] for p in (top, *top.get("panels", []))]
+        for panel in panels:
+            for target in panel.get("targets", []):
+                out.append((path.name, f'{panel["title"]} [{target["refId"]}]', target["expr"]))
+    return out
+
+
+def _substitute(expr: str) -> str:
+    for var, value in SUBSTITUTE.items():
+        expr = expr.replace(var, value)
+    assert "$" not in expr, f"unsubstituted variable in {expr}"
+    return expr
+
+
+def test_every_dashboard_query_returns_data(stack: Stack) -> None:
+    queries = _dashboard_queries()
+    assert len(queries) >= 25
+    empty = []
+    for board, panel, expr in queries:
+        result = stack.query(_substitute(expr))
+        values = [float(r["value"][1]) for r in result]
+        if not any(math.isfinite(v) for v in values):
+            empty.append(f"{board} / {panel}: {expr} -> {values}")
+    assert empty == [], "queries without data:\n" + "\n".join(empty)
+
+
+def test_critical_violation_alert_fires(stack: Stack) -> None:
+    def firing() -> list[dict[str, Any]]:
+        alerts = _get(f"{stack.prom}/api/v1/alerts")["data"]["alerts"]
+        return [a for a in alerts if a["labels"]["alertname"] == "AgentCriticalViolation" and a["state"] == "firing"]
+
+    alerts = _wait("AgentCriticalViolation to fire", firing, 20, stack.logs)
+    assert "duplicate_write" in {a["labels"]["rule"] for a in alerts}  # the demo's critical rule
+    assert {a["labels"]["service_name"] for a in alerts} == {SERVICE}
+    assert all(a["labels"]["severity"] == "critical" for a in alerts)
+    everything = _get(f"{stack.prom}/api/v1/alerts")["data"]["alerts"]
+    names = {a["labels"]["alertname"] for a in everything}
+    assert any(a["labels"]["alertname"] == "AgentDuplicateWrite" and a["state"] == "firing" for a in everything)
+    # a healthy monitor: scraped, no processor errors
+    assert names.isdisjoint({"AgentEvalTargetMissing", "AgentEvalTargetDown", "AgentEvalProcessorErrors"})
+
+
+def _bucket_of(value: float) -> tuple[float, float]:
+    """(lower, upper] bounds of the histogram bucket holding ``value``."""
+    lower = 0.0
+    for le in STEP_BUCKETS:
+        if value <= le:
+            return lower, float(le)
+        lower = float(le)
+    return lower, math.inf
+
+
+def test_step_count_percentiles_match_the_demos_own(stack: Stack) -> None:
+    """histogram_quantile over everything scraped vs. the exact percentiles of the same runs.
+
+    The demo is seeded: the first N runs of ``--forever`` are the runs of ``--runs N``, so a
+    second, unserved demo with the same seed reports the exact percentiles of what was scraped.
+    """
+    at = time.time() - 1
+    runs = stack.scalar('sum(agenteval_trajectory_steps_count{service_name="support-demo"})', at)
+    assert runs == stack.scalar('sum(agenteval_trajectories_total{service_name="support-demo"})', at)
+    assert runs >= 100
+    replay = subprocess.run(
+        [sys.executable, "-m", "otel_agenteval", "demo", "--runs", str(int(runs)), "--seed", str(SEED), "--no-serve",
+         "--format", "json", "--quiet"], capture_output=True, text=True, timeout=60, check=True)
+    summary = json.loads(replay.stdout)
+    assert summary["runs"] == runs
+    for q in ("p50", "p95", "p99"):
+        promql = (f"histogram_quantile(0.{q[1:]}, sum by (le) "
+                  '(agenteval_trajectory_steps_bucket{service_name="support-demo"}))')
+        got = stack.scalar(promql, at)
+        lower, upper = _bucket_of(summary["steps"][q])
+        assert lower < got <= upper, f"{q}: Prometheus {got}, demo {summary['steps'][q]} in ({lower}, {upper}]"
+
+
+def test_steps_exemplars_carry_trace_ids(stack: Stack) -> None:
+    params = urllib.parse.urlencode({"query": 'agenteval_trajectory_steps_bucket{service_name="support-demo"}',
+                                     "start": f"{stack.started - 5:.3f}", "end": f"{time.time():.3f}"})
+    reply = _get(f"{stack.prom}/api/v1/query_exemplars?{params}")
+    assert reply["status"] == "success"
+    exemplars = [(series["seriesLabels"], e) for series in reply["data"] for e in series["exemplars"]]
+    assert len(exemplars) >= 5
+    for labels, e in exemplars:
+        assert re.fullmatch(r"[0-9a-f]{32}", e["labels"]["trace_id"]), e
+        assert labels["__name__"] == "agenteval_trajectory_steps_bucket"
+        assert float(e["value"]) <= float(labels["le"])  # an exemplar sits in its bucket
