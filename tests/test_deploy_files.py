@@ -1,0 +1,162 @@
+"""deploy/: Prometheus config checked by promtool; compose, Alertmanager and Grafana files parsed
+and cross-checked (Docker is not run here: the files are validated by parsing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from otel_agenteval.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+PROM_DIR = DEPLOY / "prometheus"
+
+
+def _yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return _yaml(DEPLOY / "compose.yaml")
+
+
+def _service_args(compose: dict[str, Any], name: str) -> list[str]:
+    command = compose["services"][name]["command"]
+    assert isinstance(command, list), f"{name}: command as a list, not a shell string"
+    return [str(c) for c in command]
+
+
+def _mounts(service: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for v in service.get("volumes", []):
+        source, target, *_ = v.split(":")
+        out.append((source, target))
+    return out
+
+
+def test_promtool_check_config() -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI"):
+            pytest.fail("promtool not found on PATH under CI: .ci/install-tools.sh should have installed it")
+        pytest.skip("promtool not installed")
+    out = subprocess.run([promtool, "check", "config", "prometheus.yml"], cwd=PROM_DIR, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS: 1 rule files found" in out.stdout
+
+
+def test_prometheus_config_loads_only_the_rules() -> None:
+    config = _yaml(PROM_DIR / "prometheus.yml")
+    assert config["rule_files"] == ["rules/agenteval.rules.yml"]  # not the promtool unit tests beside it
+    assert (PROM_DIR / "rules" / "agenteval.rules.yml").is_file()
+    jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+    assert "agenteval" in jobs  # the alert rules and the dashboard name this job
+
+
+def test_compose_services_and_mounted_files_exist(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == {"demo", "prometheus", "alertmanager", "grafana"}
+    for name, service in services.items():
+        for source, target in _mounts(service):
+            if source.startswith((".", "/")):
+                assert (DEPLOY / source).exists(), f"{name}: mounted {source} does not exist"
+                assert target.startswith("/"), f"{name}: mount target {target}"
+            else:
+                assert source in compose["volumes"], f"{name}: named volume {source} not declared"
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name}: publish {port} on loopback only"
+        for dep in service.get("depends_on", []):
+            assert dep in services
+
+
+def test_demo_runs_forever_at_a_rate_and_prometheus_scrapes_it(compose: dict[str, Any]) -> None:
+    demo = compose["services"]["demo"]
+    build = demo["build"]
+    assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+    args = build_parser().parse_args(_service_args(compose, "demo"))
+    assert args.command == "demo" and args.forever and args.rate == 2 and args.addr == "0.0.0.0"
+    targets = [t for j in _yaml(PROM_DIR / "prometheus.yml")["scrape_configs"] if j["job_name"] == "agenteval"
+               for sc in j["static_configs"] for t in sc["targets"]]
+    assert targets == [f"demo:{args.port}"]
+
+
+def test_prometheus_service_uses_the_shipped_config_with_exemplars(compose: dict[str, Any]) -> None:
+    prom = compose["services"]["prometheus"]
+    args = _service_args(compose, "prometheus")
+    assert "--enable-feature=exemplar-storage" in args
+    [config] = [a.split("=", 1)[1] for a in args if a.startswith("--config.file=")]
+    mounts = {t: s for s, t in _mounts(prom)}
+    assert mounts[config] == "./prometheus/prometheus.yml"
+    # rule_files are relative to the config file: the rules must be mounted beside it
+    config_dir = config.rsplit("/", 1)[0]
+    for rule_file in _yaml(PROM_DIR / "prometheus.yml")["rule_files"]:
+        assert mounts[f"{config_dir}/{rule_file}"] == f"./prometheus/{rule_file}"
+    alertmanagers = _yaml(PROM_DIR / "prometheus.yml")["alerting"]["alertmanagers"]
+    assert alertmanagers[0]["static_configs"][0]["targets"] == ["alertmanager:9093"]
+
+
+def test_alertmanager_config(compose: dict[str, Any]) -> None:
+    am = compose["services"]["alertmanager"]
+    args = _service_args(compose, "alertmanager")
+    [config] = [a.split("=", 1)[1] for a in args if a.startswith("--config.file=")]
+    assert {t: s for s, t in _mounts(am)}[config] == "./alertmanager/alertmanager.yml"
+    cfg = _yaml(DEPLOY / "alertmanager" / "alertmanager.yml")
+    receivers = {r["name"] for r in cfg["receivers"]}
+    routes = [cfg["route"], *cfg["route"].get("routes", [])]
+    assert {r["receiver"] for r in routes} <= receivers
+    alerts = {r["alert"] for g in _yaml(PROM_DIR / "rules" / "agenteval.rules.yml")["groups"] for r in g["rules"]}
+    for rule in cfg["inhibit_rules"]:
+        names = set()
+        for matcher in rule["source_matchers"] + rule["target_matchers"]:
+            m = re.fullmatch(r'alertname=~?"([^"]+)"', matcher)
+            assert m, matcher
+            names |= set(m.group(1).split("|"))
+        assert names <= alerts, names - alerts
+
+
+def test_grafana_provisioning_points_at_prometheus_and_the_dashboard(compose: dict[str, Any]) -> None:
+    grafana = compose["services"]["grafana"]
+    assert grafana["image"].startswith("grafana/grafana:11.6")  # the SDK's types release
+    mounts = {t: s for s, t in _mounts(grafana)}
+    ds_dir = DEPLOY / mounts["/etc/grafana/provisioning/datasources"]
+    [ds] = _yaml(next(ds_dir.glob("*.yaml")))["datasources"]
+    assert ds["type"] == "prometheus" and ds["url"] == "http://prometheus:9090" and ds["isDefault"]
+    assert [d["name"] for d in ds["jsonData"]["exemplarTraceIdDestinations"]] == ["trace_id"]  # metrics.py label
+    db_dir = DEPLOY / mounts["/etc/grafana/provisioning/dashboards"]
+    [provider] = _yaml(next(db_dir.glob("*.yaml")))["providers"]
+    path = provider["options"]["path"]
+    dashboards = {t: s for t, s in mounts.items() if t.startswith(path + "/")}
+    assert dashboards, f"nothing mounted under {path}"
+    for target, source in dashboards.items():
+        board = json.loads((DEPLOY / source).read_text())
+        assert board["uid"] and target.endswith(".json")
+    home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert home in dashboards
+
+
+def test_dockerfile_copies_what_exists_and_runs_the_demo() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.1[0-9]", text, re.MULTILINE)
+    for line in re.findall(r"^COPY (.+)$", text, re.MULTILINE):
+        *sources, _dest = line.split()
+        for source in sources:
+            assert (ROOT / source).exists(), source
+            ignore = (DEPLOY / "Dockerfile.dockerignore").read_text()
+            assert f"!{source.rstrip('/')}" in ignore, f"{source} excluded from the build context"
+    [entrypoint] = re.findall(r"^ENTRYPOINT (.+)$", text, re.MULTILINE)
+    [cmd] = re.findall(r"^CMD (.+)$", text, re.MULTILINE)
+    assert json.loads(entrypoint) == ["otel-agenteval"]
+    args = build_parser().parse_args(json.loads(cmd))
+    assert args.command == "demo" and args.forever and args.addr == "0.0.0.0"
