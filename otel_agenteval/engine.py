@@ -80,6 +80,7 @@ class Engine:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
             rules.extend(load_custom_rules(policy))
         self._rules = tuple(rules)
+        self._dispatch(policy)
         self._disabled = frozenset(r for r, on in policy.rules.items() if not on)
         self._needs_confirmations = policy.needs_confirmations
         self._needs_content = policy.needs_content
@@ -116,8 +117,9 @@ class Engine:
                                 and extract.is_agent_at_start(span)):
                 # a local root, or the outermost agent span under a non-agent root
                 root = _Root(ctx.span_id, ctx.trace_id, span.start_time or 0, _service(span))
-                if span.attributes:
-                    root.attributes.update(span.attributes)
+                start_attrs = extract.attributes_of(span)
+                if start_attrs:
+                    root.attributes.update(start_attrs)
                 if extract.is_agent_at_start(span):
                     self._name_at_start(root, span, own=True)
             elif extract.is_agent_at_start(span):
@@ -129,7 +131,7 @@ class Engine:
                 self.stats["routes_dropped"] += 1
 
     def _name_at_start(self, root: _Root, span: Any, own: bool) -> None:
-        attrs = span.attributes or {}
+        attrs = extract.attributes_of(span)
         explicit = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
         if explicit:
             if own or not root.named:
@@ -216,8 +218,9 @@ class Engine:
         is_root_end = _is_local_root(span) if by_trace else ctx.span_id == root.key
         finished = None
         if is_root_end:
-            if span.attributes:
-                root.attributes.update(span.attributes)
+            end_attrs = extract.attributes_of(span)
+            if end_attrs:
+                root.attributes.update(end_attrs)
             if by_trace:
                 del self._trace_roots[root.key]
                 self._remember_done(root.key)
@@ -285,9 +288,41 @@ class Engine:
             t.extra["check"] = c
         return c
 
+    def _dispatch(self, policy: Policy) -> None:
+        """Decide once which rules look at which events (and tools), from their declarations."""
+        self._by_event: dict[type, tuple[Rule, ...]] = {}
+        self._tool_scope: list[tuple[Rule, frozenset[str] | None]] = []
+        for kind in (ToolStep, LLMCall, Finish):
+            chosen = []
+            for rule in self._rules:
+                if kind not in getattr(rule, "agenteval_events", (kind,)):
+                    continue
+                scope = getattr(rule, "agenteval_tools", None)
+                tools = scope(policy) if scope is not None else None
+                if kind is ToolStep:
+                    if tools is not None and not tools:
+                        continue  # nothing in this policy for it to look at
+                    self._tool_scope.append((rule, tools))
+                chosen.append(rule)
+            self._by_event[kind] = tuple(chosen)
+        self._per_tool: dict[str, tuple[Rule, ...]] = {}
+
+    def _rules_for(self, event: Any) -> tuple[Rule, ...]:
+        if type(event) is not ToolStep:
+            return self._by_event[type(event)]
+        rules = self._per_tool.get(event.tool)
+        if rules is None:
+            rules = tuple(r for r, tools in self._tool_scope if tools is None or event.tool in tools)
+            if len(self._per_tool) < 4096:  # tool names come from models: bound the cache
+                self._per_tool[event.tool] = rules
+        return rules
+
     def _run_rules(self, event: Any, t: Trajectory, out: list[Violation]) -> None:
+        rules = self._rules_for(event)
+        if not rules:
+            return
         check = self._check(t)
-        for rule in self._rules:
+        for rule in rules:
             try:
                 found = rule(event, check)
                 if found:

@@ -11,7 +11,7 @@ import json
 from typing import Any, Final, Literal
 
 from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.trace import ReadableSpan, Span
+from opentelemetry.sdk import trace as _sdk_trace
 from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
@@ -28,7 +28,9 @@ _OP_KIND.update({op: LLM for op in sc.LLM_OPERATIONS})
 _OI_KIND: dict[str, Kind] = {sc.OI_TOOL: TOOL, sc.OI_LLM: LLM, sc.OI_AGENT: AGENT}
 
 
-_SDK_SPANS = frozenset({ReadableSpan, Span})
+# the SDK's own span classes (the tracer makes ``_Span``; on_end gets a ``ReadableSpan``)
+_SDK_SPANS = frozenset(c for c in (getattr(_sdk_trace, n, None) for n in ("ReadableSpan", "Span", "_Span"))
+                       if isinstance(c, type))
 _EMPTY: dict[str, Any] = {}
 
 

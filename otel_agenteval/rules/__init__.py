@@ -33,12 +33,13 @@ Event = Union[ToolStep, LLMCall, Finish]
 class Check:
     """What a rule sees: the trajectory so far, its conversation, the policy."""
 
-    __slots__ = ("trajectory", "policy", "budget")
+    __slots__ = ("trajectory", "policy", "budget", "has_budget")
 
     def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
         self.trajectory = trajectory
         self.policy = policy
         self.budget = budget
+        self.has_budget = any(v is not None for v in budget.__dict__.values())
 
     @property
     def conversation(self) -> Conversation | None:
@@ -71,6 +72,25 @@ class Check:
 
 
 Rule = Callable[[Event, Check], Union[Iterable[Violation], None]]
+
+ALL_EVENTS = (ToolStep, LLMCall, Finish)
+
+
+def applies_to(events: tuple[type, ...] = ALL_EVENTS,
+               tools: Callable[[Policy], frozenset[str] | None] | None = None) -> Callable[[Rule], Rule]:
+    """Optional: say which events (and, for tool steps, which tools) a rule looks at.
+
+    The engine then calls it only for those, so a rule costs nothing where it cannot fire.
+    ``tools(policy)`` returns the tool names, or ``None`` for every tool. A rule without
+    this declaration is called for every event.
+    """
+
+    def mark(rule: Rule) -> Rule:
+        rule.agenteval_events = events  # type: ignore[attr-defined]
+        rule.agenteval_tools = tools  # type: ignore[attr-defined]
+        return rule
+
+    return mark
 
 
 def builtin_rules() -> dict[str, Rule]:
@@ -111,4 +131,4 @@ KNOWN_RULES: dict[str, Severity] = {
 # Which rule function emits a name (to switch off `write_retried_after_error` alone, say).
 EMITTED_BY = {"write_retried_after_error": "duplicate_write"}
 
-__all__ = ["Check", "Event", "Finish", "KNOWN_RULES", "Rule", "builtin_rules"]
+__all__ = ["Check", "Event", "Finish", "KNOWN_RULES", "Rule", "applies_to", "builtin_rules"]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from . import Check, Event, Finish
+from . import ALL_EVENTS, Check, Event, Finish, applies_to
 from ..trajectory import LLMCall, ToolStep
 from ..violation import Violation
 
 
+@applies_to(ALL_EVENTS, lambda p: None if any(a.budget != type(a.budget)() for a in p.agents.values()) else frozenset())
 def budget_breach(event: Event, check: Check) -> list[Violation] | None:
     """Fires at the event that crosses a budget. Counts include ``event`` itself."""
     b = check.budget
+    if not check.has_budget:
+        return None
     t = check.trajectory
     out: list[Violation] = []
     fired = t.budgets_fired

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import structlog
 
-from . import Check, Event
+from . import Check, Event, applies_to
 from ..content import messages_of, shows_value
 from ..extract import result_text
 from ..trajectory import ToolStep
@@ -35,6 +35,7 @@ def grounding_texts(check: Check, step: ToolStep) -> list[str]:
     return texts
 
 
+@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.grounded))
 def ungrounded_argument(event: Event, check: Check) -> list[Violation] | None:
     global _warned
     if not isinstance(event, ToolStep):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from . import Check, Event
+from . import Check, Event, applies_to
 from ..confirmations import _compare
 from ..extract import result_text
 from ..trajectory import ToolStep
@@ -13,6 +13,7 @@ from ..violation import Violation
 _REGEX: dict[str, re.Pattern[str]] = {}
 
 
+@applies_to((ToolStep,), lambda p: None if any(a.allowed_tools is not None for a in p.agents.values()) else frozenset())
 def scope_violation(event: Event, check: Check) -> list[Violation] | None:
     """A tool not in the agent's ``allowed_tools`` (an agent's own list, else ``"*"``'s)."""
     if not isinstance(event, ToolStep):
@@ -28,6 +29,7 @@ def _succeeded_before(check: Check, tool: str, start_ns: int) -> list[ToolStep]:
     return [s for s in check.trajectory.steps if s.tool == tool and s.ok and s.end_ns <= start_ns]
 
 
+@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.requires_before))
 def ordering_violation(event: Event, check: Check) -> list[Violation] | None:
     """A tool ran before every tool in its ``requires_before`` had succeeded earlier in the run."""
     if not isinstance(event, ToolStep):
@@ -42,6 +44,7 @@ def ordering_violation(event: Event, check: Check) -> list[Violation] | None:
                             f"{event.tool} ran before {', '.join(missing)} had succeeded", event, missing=missing)]
 
 
+@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.forbidden_if))
 def conditional_forbidden(event: Event, check: Check) -> list[Violation] | None:
     """``forbidden_if``: after a matching result of another tool, or on another subject than the caller's."""
     if not isinstance(event, ToolStep):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from . import Check, Event
+from . import Check, Event, applies_to
 from ..trajectory import ToolStep
 from ..violation import Violation
 
 
+@applies_to((ToolStep,), lambda p: p.write_tools)
 def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
     """A write tool called again with identical normalised arguments in one conversation.
 
