@@ -26,6 +26,7 @@ cannot be read raises :class:`InputError`. Formats: see :mod:`otel_agenteval.rep
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,11 +77,16 @@ def replay(
     engine = Engine(policy, on_violation=found, on_finish=[finished])
     feeder = Feeder(engine, max_held_spans)
     add = feeder.add
-    for batch in iter_batches(paths, strict=strict, on_reject=on_reject, counts=result.counts,
-                              on_progress=on_progress):
-        for span in batch:
-            add(span)
-    feeder.close()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], 50_000), *thresholds[1:])  # parsing makes many short-lived dicts
+    try:
+        for batch in iter_batches(paths, strict=strict, on_reject=on_reject, counts=result.counts,
+                                  on_progress=on_progress):
+            for span in batch:
+                add(span)
+        feeder.close()
+    finally:
+        gc.set_threshold(*thresholds)
     stats: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in engine.stats.items()}
     stats["late"] = int(stats["late"]) + feeder.stats["late"]
     stats["replay"] = dict(feeder.stats)

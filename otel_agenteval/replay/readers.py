@@ -393,7 +393,7 @@ def _json_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
     for line in f:
         n += 1
         counts.lines += 1
-        if on_progress is not None and not n & 1023:
+        if on_progress is not None and not n & 7:
             on_progress(raw.tell())
         if not buf:
             s = line.strip(_WS)
