@@ -535,3 +535,31 @@ def test_open_spans_bounded_and_drops_counted(make_processor: Any) -> None:
     assert sum(t.tool_calls for t in h.trajectories) == 4  # degraded grouping, but no tool call lost
     assert h.processor.engine._routes == {}
     assert h.value("agenteval_processor_errors_total", stage="on_end") == 0.0
+
+
+def test_end_only_mode_ttl_eviction_and_late_spans(make_processor: Any) -> None:
+    def build(h: Harness) -> None:
+        stale = h.agent("stale", 0)
+        # pydantic-ai puts the agent name on tool spans: end-only mode can name a run whose agent span never ended
+        h.tool(stale, "lookup_order", {"order_id": "1"}, at=1, end_attrs={"gen_ai.agent.name": "stale"})
+        h.run("fresh", [("get_policy", {"topic": "a"})], at=2000)
+        h.end(stale, 2100)  # long after its TTL
+
+    _, spans = recorded(make_processor, build, "limits: {trajectory_ttl_s: 60}")
+    replay = make_processor("limits: {trajectory_ttl_s: 60}")
+    for s in spans:
+        replay.processor.engine.end(s)
+    assert [(t.agent_name, t.outcome) for t in replay.trajectories] == [("stale", "incomplete"), ("fresh", "unknown")]
+    assert replay.value("agenteval_trajectories_evicted_total", reason="ttl") == 1.0
+    assert replay.value("agenteval_late_spans_total") == 1.0
+
+
+def test_duration_histogram_from_root_span(make_processor: Any) -> None:
+    h = make_processor()
+    root = h.agent("support", 1)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=2)
+    h.end(root, 4.5, error="boom")
+    assert h.agent_value("agenteval_trajectory_duration_seconds_sum", "support", outcome="failure") == 3.5
+    assert h.agent_value("agenteval_trajectory_duration_seconds_bucket", "support", outcome="failure",
+                         le="5.0") == 1.0
+    assert h.agent_value("agenteval_trajectory_steps_bucket", "support", le="1.0") == 1.0
