@@ -288,3 +288,15 @@ def test_violation_exemplar_is_the_trace_id(make_processor: Any) -> None:
     text = generate_openmetrics(h.registry).decode()
     (line,) = [x for x in text.splitlines() if x.startswith("agenteval_violations_total{") and 'tool="create_claim"' in x]
     assert f' 1.0 # {{trace_id="{hex_trace(root)}"}} 1.0 ' in line
+
+
+def test_retry_rule_switched_off_alone(make_processor: Any) -> None:
+    h = make_processor(WRITES_ONLY + "rules: {write_retried_after_error: false}")
+    root = h.agent("support", 0)
+    h.tool(root, "create_claim", {"order_id": "1"}, at=1, error="down")
+    h.tool(root, "create_claim", {"order_id": "1"}, at=2)
+    h.tool(root, "create_claim", {"order_id": "1"}, at=3)
+    h.end(root, 4)
+    assert h.rules() == ["duplicate_write"]
+    assert h.agent_value("agenteval_violations_total", "support", rule="write_retried_after_error", tool="",
+                         severity="warning") is None
