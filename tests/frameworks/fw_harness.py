@@ -29,8 +29,6 @@ CLAIM_BAD = ("create_claim", {"order_id": "88120", "reason": "damaged"})
 CLAIM_OK = ("create_claim", {"order_id": "88120", "reason": "damaged_in_transit"})
 CLAIM_OK_REORDERED = ("create_claim", {"reason": "damaged_in_transit", "order_id": "88120"})
 SCENARIO = [LOOKUP, POLICY_TEXT, CLAIM_BAD, CLAIM_OK]
-SCENARIO_TOOLS = [name for name, _ in SCENARIO]
-SCENARIO_ARGS = [args for _, args in SCENARIO]
 SCENARIO_OK = [True, True, False, True]
 # The duplicate run: the same successful write twice, the second with its keys in another order.
 DUPLICATE = [LOOKUP, CLAIM_OK, CLAIM_OK_REORDERED]
