@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=float, default=1.0,
                    help="a case fails when pass^k at --k is below this (default 1.0)")
     p.add_argument("--k-max", type=int, default=None,
-                   help="report pass^k for k = 1..K (default: up to the fewest trials of any case)")
+                   help="report pass^k for k = 1..K (default: up to the fewest trials of any case, at most 32)")
     p.add_argument("--compare", nargs="+", metavar="OTHER_TRACES",
                    help="a second candidate's traces, scored on the same cases, shown side by side")
     p.add_argument("--labels", help="names for the two candidates, comma separated (default: file names)")
@@ -144,14 +144,17 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
     def finished(t: Trajectory) -> None:
         nonlocal unbound
         cid = case_id_of(t, mapping)
-        if cid is None:
-            unbound += 1
-            return
-        result = by_id.get(cid)
+        result = by_id.get(cid) if cid is not None else None
         if result is None:
-            unknown[cid] += 1
+            violations.pop(t.trace_hex, None)
+            if cid is None:
+                unbound += 1
+            else:
+                unknown[cid] += 1
             return
-        result.runs.append(score_run(t, result.case, policy, violations.get(t.trace_hex, ())))
+        # replay keys runs by trace: one run per trace, so its violations can go now
+        found_here = violations.pop(t.trace_hex, ())
+        result.runs.append(score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments))
 
     def on_reject(msg: str) -> None:
         if not args.quiet:

@@ -34,11 +34,23 @@ class Match:
     approximate: bool = False  # the DP had to prune (very large references only)
 
 
-def compatible(path: ReferencePath, calls: Sequence[Any]) -> list[list[bool]]:
-    """``ok[j][i]``: run call ``i`` (tool + arguments) satisfies reference step ``j``."""
-    out = []
-    for exp in path.calls:
-        out.append([c is not None and c.tool == exp.tool and exp.accepts(c.arguments) for c in calls])
+def fitting_steps(path: ReferencePath, calls: Sequence[Any]) -> list[list[int]]:
+    """For each run call, the reference steps it satisfies (tool and arguments).
+
+    Arguments are parsed only for calls to a tool the reference names.
+    """
+    by_tool: dict[str, list[int]] = {}
+    for j, exp in enumerate(path.calls):
+        by_tool.setdefault(exp.tool, []).append(j)
+    exps = path.calls
+    out: list[list[int]] = []
+    for c in calls:
+        js = by_tool.get(c.tool)
+        if not js:
+            out.append([])
+            continue
+        args = c.arguments
+        out.append([j for j in js if exps[j].accepts(args)])
     return out
 
 
@@ -46,14 +58,22 @@ def _pair_cost(call: Any, i: int) -> int:
     return (0 if call.ok else FAILED) + i
 
 
-def match(path: ReferencePath, calls: Sequence[Any], excluded: frozenset[int] = frozenset()) -> Match:
+def match(path: ReferencePath, calls: Sequence[Any], excluded: frozenset[int] = frozenset(),
+          fits: list[list[int]] | None = None) -> Match:
     """Match ``calls`` (objects with ``tool``, ``arguments``, ``ok``) against ``path``.
 
     ``excluded`` calls (duplicate writes) never match a step but still count as run calls.
+    ``fits`` is :func:`fitting_steps` when the caller has it already.
     """
+    if fits is None:
+        fits = fitting_steps(path, calls)
     usable = [None if i in excluded else c for i, c in enumerate(calls)]
-    ok = compatible(path, usable)
     m = len(path.calls)
+    ok = [[False] * len(calls) for _ in range(m)]
+    for i, js in enumerate(fits):
+        if i not in excluded:
+            for j in js:
+                ok[j][i] = True
     result = Match(path)
     if m and calls:
         if path.order in ("exact", "in_order"):

@@ -18,6 +18,8 @@ from ..summary import percentile
 from .cases import ResolvedCase
 from .score import RunScore
 
+DEFAULT_K_CAP = 32  # without --k-max, curves stop here: nobody reads pass^500
+
 
 class TrialsError(ValueError):
     """pass^k asked for more trials than a case has."""
@@ -61,13 +63,15 @@ class CaseResult:
         return sum(r.passed for r in self.runs)
 
     def curve(self, k_max: int | None = None) -> dict[int, float]:
-        """pass^k for k = 1 .. ``k_max`` (default: every k up to n)."""
-        top = self.n if k_max is None else k_max
-        return {k: pass_hat_k(self.n, self.c, k) for k in range(1, top + 1)}
+        """pass^k for k = 1 .. ``k_max`` (default: up to n, at most ``DEFAULT_K_CAP``)."""
+        n, c = self.n, self.c
+        top = min(n, DEFAULT_K_CAP) if k_max is None else k_max
+        return {k: pass_hat_k(n, c, k) for k in range(1, top + 1)}
 
     def pass_at(self, k_max: int | None = None) -> dict[int, float]:
-        top = self.n if k_max is None else k_max
-        return {k: pass_at_k(self.n, self.c, k) for k in range(1, top + 1)}
+        n, c = self.n, self.c
+        top = min(n, DEFAULT_K_CAP) if k_max is None else k_max
+        return {k: pass_at_k(n, c, k) for k in range(1, top + 1)}
 
     def failed(self, k: int, threshold: float) -> bool:
         """The gate: pass^k below the threshold (a case with fewer than k trials fails too)."""
@@ -83,12 +87,13 @@ def _rounded(d: dict[int, float]) -> dict[str, float]:
 def set_summary(results: Sequence[CaseResult], k_max: int | None = None) -> dict[str, Any]:
     """One set's numbers (capability or regression): reliability curve, cost, latency, steps.
 
-    The curve runs to ``k_max`` or, by default, to the fewest trials any case with runs has.
+    The curve runs to ``k_max`` or, by default, to the fewest trials any case with runs has
+    (at most ``DEFAULT_K_CAP``).
     """
     with_runs = [r for r in results if r.n]
     runs = [run for r in with_runs for run in r.runs]
     passes = sum(run.passed for run in runs)
-    top = k_max if k_max is not None else min((r.n for r in with_runs), default=0)
+    top = k_max if k_max is not None else min(min((r.n for r in with_runs), default=0), DEFAULT_K_CAP)
     counts = [(r.n, r.c) for r in with_runs]
     curve = {k: mean_pass_hat_k(counts, k) for k in range(1, top + 1)} if with_runs else {}
     at = {k: sum(pass_at_k(n, c, k) for n, c in counts) / len(counts) for k in range(1, top + 1)} if with_runs else {}

@@ -15,7 +15,7 @@ budget. More extra steps than the warn threshold, a warning violation or an unfi
 
 from __future__ import annotations
 
-import json
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +23,10 @@ from typing import Any
 
 from .. import _semconv as sc
 from ..policy import Policy
-from ..trajectory import Trajectory, short_hash
+from ..trajectory import Trajectory, parse_arguments
 from ..violation import Violation
 from .cases import ReferencePath, ResolvedCase
-from .match import Match, match
+from .match import Match, fitting_steps, match
 
 _RANK = {"pass": 0, "warn": 1, "fail": 2}
 
@@ -38,8 +38,12 @@ class StepMark:
     ok: bool
     mark: str  # "matches step N" | "extra" | "extra (allowed)" | "wrong argument" | "DUPLICATE WRITE" | "after error"
     reference_step: int | None
-    arguments: dict[str, Any]
+    raw_arguments: Any  # parsed only when a report shows the step
     detail: str | None = None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return parse_arguments(self.raw_arguments)
 
     def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
         d: dict[str, Any] = {"step": self.step, "tool": self.tool, "ok": self.ok, "mark": self.mark,
@@ -48,8 +52,6 @@ class StepMark:
             d["detail"] = self.detail
         if show_arguments:
             d["arguments"] = self.arguments
-        else:
-            d["arguments_hash"] = short_hash(json.dumps(self.arguments, sort_keys=True, default=str))
         return d
 
 
@@ -70,7 +72,7 @@ class RunScore:
     reference: int  # 0 = the main reference, i = alternative i
     steps: list[StepMark]
     first_divergence: str | None
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[tuple[str, str, str | None]] = field(default_factory=list)  # (rule, severity, span id)
     cost_usd: float = 0.0
     duration_s: float = 0.0
     outcome: str = "unknown"
@@ -95,7 +97,7 @@ class RunScore:
             "reference_steps": self.reference_steps,
             "reference": "main" if self.reference == 0 else f"alternative {self.reference}",
             "first_divergence": self.first_divergence,
-            "violations": [{"rule": v.rule, "severity": v.severity, "span_id": v.span_id} for v in self.violations],
+            "violations": [{"rule": r, "severity": sev, "span_id": sid} for r, sev, sid in self.violations],
             "cost_usd": round(self.cost_usd, 6),
             "duration_s": round(self.duration_s, 3),
             "outcome": self.outcome,
@@ -133,13 +135,17 @@ def _required_times(path: ReferencePath, step: Any) -> int:
 
 
 def score_run(t: Trajectory, case: ResolvedCase, policy: Policy,
-              violations: Sequence[Violation] = (), trial: int | None = None) -> RunScore:
-    """Score one finished trajectory against every acceptable path of its case; keep the best."""
+              violations: Sequence[Violation] = (), trial: int | None = None,
+              keep_arguments: bool = True) -> RunScore:
+    """Score one finished trajectory against every acceptable path of its case; keep the best.
+
+    ``keep_arguments=False`` keeps no argument values in the steps (less memory on big inputs).
+    """
     if trial is None:
         trial = trial_of(t)
     best: RunScore | None = None
     for path in case.paths:
-        s = _score_path(t, case, path, policy, violations, trial)
+        s = _score_path(t, case, path, policy, violations, trial, keep_arguments)
         if best is None or _better(s, best):
             best = s
     assert best is not None
@@ -153,10 +159,11 @@ def _better(a: RunScore, b: RunScore) -> bool:
 
 
 def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: Policy,
-                violations: Sequence[Violation], trial: int | None) -> RunScore:
+                violations: Sequence[Violation], trial: int | None, keep_arguments: bool = True) -> RunScore:
     calls = t.steps
     dups, repeats = duplicate_write_steps(t, policy, path)
-    m: Match = match(path, calls, dups)
+    fitting = fitting_steps(path, calls)
+    m: Match = match(path, calls, dups, fitting)
     ref_tools = {c.tool for c in path.calls}
     by_tool: dict[str, list[Any]] = {}
     for exp in path.calls:
@@ -166,7 +173,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     to_ref = right = 0
     last_ok: dict[str, bool] = {}
     for i, c in enumerate(calls):
-        fits = any(exp.accepts(c.arguments) for exp in by_tool.get(c.tool, ()))
+        fits = bool(fitting[i])
         if c.tool in ref_tools:
             to_ref += 1
             right += fits
@@ -175,7 +182,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         if i in dups:
             mark = "DUPLICATE WRITE"
         elif j is not None:
-            mark = f"matches step {j + 1}"
+            mark = _matches(j + 1)
         elif last_ok.get(c.tool) is False:
             mark = "after error"
         elif c.tool in ref_tools and not fits:
@@ -186,7 +193,8 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         else:
             mark = "extra"
         last_ok[c.tool] = c.ok
-        marks.append(StepMark(i + 1, c.tool, c.ok, mark, None if j is None else j + 1, c.arguments, detail))
+        marks.append(StepMark(i + 1, c.tool, c.ok, mark, None if j is None else j + 1,
+                              c.raw_arguments if keep_arguments else None, detail))
 
     accuracy = right / to_ref if to_ref else None
     run_steps = len(calls) + 1
@@ -225,8 +233,13 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         reasons=fail + warn, coverage=m.coverage, argument_accuracy=accuracy, extra_steps=extra,
         duplicate_writes=len(dups), run_steps=run_steps, reference_steps=path.length,
         reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
-        violations=list(violations), cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
+        violations=[(v.rule, v.severity, v.span_id) for v in violations], cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _matches(n: int) -> str:
+    return f"matches step {n}"  # one string per step number, shared by every run
 
 
 def _wrong_arguments(expected: Sequence[Any], arguments: Mapping[str, Any]) -> str:
