@@ -42,6 +42,19 @@ def _sel(extra: str = "") -> str:
     return "{" + SEL + (", " + extra if extra else "") + "}"
 
 
+def in_range(series: str, by: str = "") -> str:
+    """Growth of counter ``series`` over the dashboard's time range, by ``by`` labels.
+
+    ``increase()`` cannot see the first sample of a series, and a violation usually creates its
+    series at 1: series that existed when the range began count their ``increase()``, series
+    born inside it count their whole value.
+    """
+    born = f"({series} unless {series} offset $__range)"
+    agg = f"sum by ({by}) " if by else "sum "
+    old, new = f"{agg}(increase({series}[$__range]) unless {born})", f"{agg}{born}"
+    return f"({old} + {new}) or {old} or {new}"
+
+
 def q(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, fmt: pm.PromQueryFormat | None = None,
       exemplar: bool = False) -> prometheus.Dataquery:
     query = prometheus.Dataquery().expr(expr).ref_id(ref).datasource(DS).exemplar(exemplar)
@@ -129,7 +142,7 @@ def overview() -> dash.Dashboard:
                                 q(f"sum(rate(agenteval_trajectory_cost_usd_sum{_sel()}[{RI}]))"
                                   f" / sum(rate({success}[{RI}]))"), decimals=4))
          .with_panel(stat_panel("Critical violations", "Critical violations in the selected time range.", "short",
-                                q(f"sum(increase(agenteval_violations_total{_sel(CRITICAL)}[$__range]))",
+                                q(in_range(f"agenteval_violations_total{_sel(CRITICAL)}"),
                                   instant=True), decimals=0))
          .with_panel(ts("Trajectories/s by outcome", "Finished runs per second, stacked by outcome.", "ops",
                         q(f"sum by (outcome) (rate({traj}[{RI}]))", "{{outcome}}"), stack=True))
@@ -184,7 +197,7 @@ def overview() -> dash.Dashboard:
                                    "{{rule}} · {{agent_name}}", exemplar=True), w=12, h=9))
          .with_panel(table.Panel().title("Violations in range by rule and agent").datasource(DS).span(12).height(9)
                      .description("Violations counted in the selected time range; zero rows are rules that held.")
-                     .with_target(q(f"sort_desc(sum by (rule, agent_name, severity) (increase({viol}[$__range])))",
+                     .with_target(q(f"sort_desc({in_range(viol, 'rule, agent_name, severity')})",
                                     instant=True, fmt=pm.PromQueryFormat.TABLE))
                      .with_transformation(dm.DataTransformerConfig(id_val="organize", options={
                          "excludeByName": {"Time": True},
@@ -199,9 +212,9 @@ def overview() -> dash.Dashboard:
     calls = "agenteval_tool_calls_total"
     d = (d.with_row(dash.Row("Tools"))
          .with_panel(top_tools("Top tools by calls", "Tool calls in the selected time range, top 10.",
-                               f"topk(10, sum by (tool) (increase({calls}{_sel()}[$__range])))"))
+                               f"topk(10, {in_range(calls + _sel(), 'tool')})"))
          .with_panel(top_tools("Top tools by errors", "Failed tool calls in the selected time range, top 10.",
-                               f"topk(10, sum by (tool) (increase({calls}{_sel(ERROR)}[$__range])))"))
+                               f"topk(10, {in_range(calls + _sel(ERROR), 'tool')})"))
          .with_panel(ts("Tool error ratio", "Share of each tool's calls that failed.", "percentunit",
                         q(f"sum by (tool) (rate({calls}{_sel(ERROR)}[{RI}]))"
                           f" / sum by (tool) (rate({calls}{_sel()}[{RI}]))", "{{tool}}"), w=12))

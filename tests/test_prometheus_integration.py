@@ -165,8 +165,13 @@ def _dashboard_queries() -> list[tuple[str, str, str]]:
     return out
 
 
-def _substitute(expr: str) -> str:
-    for var, value in SUBSTITUTE.items():
+def _panel_expr(title: str) -> str:
+    [expr] = [e for _, panel, e in _dashboard_queries() if panel == f"{title} [A]"]
+    return expr
+
+
+def _substitute(expr: str, **override: str) -> str:
+    for var, value in {**SUBSTITUTE, **{f"${k}": v for k, v in override.items()}}.items():
         expr = expr.replace(var, value)
     assert "$" not in expr, f"unsubstituted variable in {expr}"
     return expr
@@ -210,11 +215,12 @@ def _bucket_of(value: float) -> tuple[float, float]:
     return lower, math.inf
 
 
-def test_step_count_percentiles_match_the_demos_own(stack: Stack) -> None:
-    """histogram_quantile over everything scraped vs. the exact percentiles of the same runs.
+def test_step_count_percentiles_and_counts_match_the_demos_own(stack: Stack) -> None:
+    """histogram_quantile over everything scraped vs. the exact percentiles of the same runs;
+    the dashboard's in-range counts (range longer than the run) vs. the demo's exact counts.
 
     The demo is seeded: the first N runs of ``--forever`` are the runs of ``--runs N``, so a
-    second, unserved demo with the same seed reports the exact percentiles of what was scraped.
+    second, unserved demo with the same seed reports the exact numbers of what was scraped.
     """
     at = time.time() - 1
     runs = stack.scalar('sum(agenteval_trajectory_steps_count{service_name="support-demo"})', at)
@@ -231,6 +237,18 @@ def test_step_count_percentiles_match_the_demos_own(stack: Stack) -> None:
         got = stack.scalar(promql, at)
         lower, upper = _bucket_of(summary["steps"][q])
         assert lower < got <= upper, f"{q}: Prometheus {got}, demo {summary['steps'][q]} in ({lower}, {upper}]"
+
+    # Every violation series was born after Prometheus started, most of them at 1: the in-range
+    # counts must still be exact (plain increase() would miss the first violation of each).
+    everything = {"__range": "1h"}
+    critical = stack.scalar(_substitute(_panel_expr("Critical violations"), **everything), at)
+    assert critical == summary["critical_violations"] > 0
+    by_rule: dict[str, float] = {}
+    for row in stack.query(_substitute(_panel_expr("Violations in range by rule and agent"), **everything), at):
+        by_rule[row["metric"]["rule"]] = by_rule.get(row["metric"]["rule"], 0) + float(row["value"][1])
+    assert {r: n for r, n in by_rule.items() if n} == summary["violations"]
+    errors = stack.query(_substitute(_panel_expr("Top tools by errors"), **everything), at)
+    assert sum(float(r["value"][1]) for r in errors) == summary["tool_errors"] > 0
 
 
 def test_steps_exemplars_carry_trace_ids(stack: Stack) -> None:
