@@ -32,7 +32,8 @@ FinishSink = Callable[[Trajectory, list[str]], None]
 class _Root:
     """Where a span's trajectory lives: keyed by the outermost agent span (or local root)."""
 
-    __slots__ = ("key", "trace_id", "start_ns", "service", "agent_name", "named", "traj", "done", "attributes")
+    __slots__ = ("key", "trace_id", "start_ns", "service", "agent_name", "named", "traj", "done", "attributes",
+                 "is_agent")
 
     def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
         self.key = key
@@ -44,6 +45,7 @@ class _Root:
         self.traj: Trajectory | None = None
         self.done = False
         self.attributes: dict[str, Any] = {}  # the root span's, read at start and again at end
+        self.is_agent = False  # the key span was an agent span when it started
 
 
 def _service(span: Any) -> str:
@@ -113,16 +115,17 @@ class Engine:
         ctx = span.context
         with self._lock:
             root = None if parent is None or parent.is_remote else self._routes.get(parent.span_id)
-            if root is None or (root.traj is None and not root.named and root.agent_name is None
-                                and extract.is_agent_at_start(span)):
+            agent = extract.is_agent_at_start(span)
+            if root is None or (agent and not root.is_agent):
                 # a local root, or the outermost agent span under a non-agent root
                 root = _Root(ctx.span_id, ctx.trace_id, span.start_time or 0, _service(span))
                 start_attrs = extract.attributes_of(span)
                 if start_attrs:
                     root.attributes.update(start_attrs)
-                if extract.is_agent_at_start(span):
+                if agent:
+                    root.is_agent = True
                     self._name_at_start(root, span, own=True)
-            elif extract.is_agent_at_start(span):
+            elif agent:
                 self._name_at_start(root, span, own=False)
             routes = self._routes
             routes[ctx.span_id] = root

@@ -35,7 +35,9 @@ class TrajectoryProcessor(SpanProcessor):
         on_violation: Iterable[Callable[[Violation], None]] = (),
         on_trajectory: Iterable[Callable[[Trajectory], None]] = (),
         rules: Sequence[Rule] | None = None,
+        finalise_on_flush: bool = True,
     ) -> None:
+        self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
         rule_names = {r: s for r, s in KNOWN_RULES.items() if self.policy.rule_enabled(r)}
         self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names)
@@ -73,7 +75,14 @@ class TrajectoryProcessor(SpanProcessor):
             self.engine.stats["errors"]["on_end"] += 1
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Finalise every open trajectory as ``incomplete`` so nothing in flight is lost."""
+        """Finalise every open trajectory as ``incomplete`` so nothing in flight is lost.
+
+        Right before a process freezes or exits (serverless, batch jobs). An app that flushes
+        periodically while runs are in flight should pass ``finalise_on_flush=False``:
+        then only :meth:`shutdown` finalises what is open.
+        """
+        if not self.finalise_on_flush and not self._shut:
+            return True
         try:
             self.engine.finalise_all("shutdown")
         except Exception:
