@@ -13,6 +13,7 @@ from scoring_support import WORKED_CASES, WORKED_RUN, Runner
 from trace_files import otlp_json_lines
 
 from otel_agenteval.cli import main
+from otel_agenteval.scoring import report
 
 POLICY = """\
 tools:
@@ -100,6 +101,16 @@ def test_pass_hat_k_over_four_items(files: dict[str, Path], four_items: Path, ca
 
     code, _, err = score(capsys, four_items, "--cases", files["dir"] / "four.yaml", "--k-max", "9")
     assert code == 2 and "case always: 8 trials, fewer than k=9" in err
+
+
+def test_big_reports_stream_the_same_json(files: dict[str, Path], four_items: Path,
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = (four_items, "--cases", files["dir"] / "four.yaml", "--policy", files["policy"], "--format", "json")
+    _, pretty, _ = score(capsys, *argv)
+    monkeypatch.setattr(report, "PRETTY_UP_TO", 5)  # 32 runs: now compact and streamed run by run
+    _, streamed, _ = score(capsys, *argv)
+    assert streamed.count("\n") == 1 and pretty.count("\n") > 100
+    assert json.loads(streamed) == json.loads(pretty)
 
 
 def test_junit_one_testcase_per_case(files: dict[str, Path], four_items: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ from . import compare, report
 from .cases import CasesError, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
 from .score import MappingError, case_id_of, load_mapping, score_run
+from .store import RunStore
 
 HELP = "Score recorded runs against reference trajectories (cases file); report pass^k, cost and a gate."
 
@@ -82,9 +83,14 @@ def run(args: argparse.Namespace) -> int:
             _err(f"{p}: {'no such file' if not p.exists() else 'not a file'}")
             return 2
     docs = []
+    stores: list[RunStore] = []
     for paths in groups:
-        doc = score_files(paths, cases, policy, mapping, args)
+        store = RunStore(args.show_arguments)
+        stores.append(store)
+        doc = score_files(paths, cases, policy, mapping, args, store)
         if isinstance(doc, int):
+            for s in stores:
+                s.close()
             return doc
         docs.append(doc)
     doc = docs[0]
@@ -101,17 +107,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"score: plot written to {args.plot}" + (f" ({skipped})" if skipped else ""), file=sys.stderr)
         if args.format == "json":
             doc = {**doc, "compare": {**cmp, "plot": None if skipped and "empty plot" not in skipped else str(args.plot),
-                                       "candidates_reports": dict(zip(labels[1:], docs[1:]))}}
-    if args.format == "json":
-        out.write(report.to_json(doc) + "\n")
-    elif args.format == "markdown":
-        out.write(report.to_markdown(doc) + "\n")
-    elif args.format == "junit":
-        out.write(report.to_junit(doc) + "\n")
-    else:
-        out.write(report.to_table(doc, all_steps=args.all_steps) + "\n")
-        if args.compare:
-            out.write("\n" + compare.to_table(cmp) + "\n")
+                                       "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
+    try:
+        if args.format == "json":
+            report.write_json(doc, out)
+        elif args.format == "markdown":
+            report.write_markdown(doc, out)
+        elif args.format == "junit":
+            out.write(report.to_junit(doc) + "\n")
+        else:
+            report.write_table(doc, out, all_steps=args.all_steps)
+            if args.compare:
+                out.write("\n" + compare.to_table(cmp) + "\n")
+    finally:
+        for store in stores:
+            store.close()
     return 1 if doc["summary"]["gate"]["failed_regression_cases"] else 0
 
 
@@ -129,8 +139,8 @@ def _labels(args: argparse.Namespace, groups: list[list[str]]) -> list[str] | No
 
 
 def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
-                mapping: dict[str, str] | None, args: argparse.Namespace) -> dict[str, Any] | int:
-    """Replay ``paths``, score each run as it finishes (constant memory per run), build the report."""
+                mapping: dict[str, str] | None, args: argparse.Namespace, store: RunStore) -> dict[str, Any] | int:
+    """Replay ``paths``, score each run as it finishes and spool its detail to ``store``; build the report."""
     from ..replay import InputError, RejectedInput, replay
 
     by_id = {c.id: CaseResult(c) for c in cases}
@@ -154,7 +164,8 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             return
         # replay keys runs by trace: one run per trace, so its violations can go now
         found_here = violations.pop(t.trace_hex, ())
-        result.runs.append(score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments))
+        scored = score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments)
+        result.runs.append(store.add(scored))
 
     def on_reject(msg: str) -> None:
         if not args.quiet:

@@ -12,11 +12,25 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import comb
-from typing import Any
+from typing import Any, Protocol
 
 from ..summary import percentile
 from .cases import ResolvedCase
-from .score import RunScore
+
+
+class ScoredRun(Protocol):
+    """A scored run as the summaries see it: a :class:`~.score.RunScore` or a spooled record."""
+
+    trial: int | None
+    verdict: str
+    cost_usd: float
+    duration_s: float
+    run_steps: int
+
+    @property
+    def passed(self) -> bool: ...
+
+    def to_dict(self, show_arguments: bool = False) -> dict[str, Any]: ...
 
 DEFAULT_K_CAP = 32  # without --k-max, curves stop here: nobody reads pass^500
 
@@ -52,7 +66,7 @@ def mean_pass_hat_k(counts: Iterable[tuple[int, int]], k: int) -> float:
 @dataclass(slots=True)
 class CaseResult:
     case: ResolvedCase
-    runs: list[RunScore] = field(default_factory=list)
+    runs: list[ScoredRun] = field(default_factory=list)
 
     @property
     def n(self) -> int:

@@ -1,15 +1,40 @@
-"""The score report: one document (``build``), rendered as JSON, a table, Markdown or JUnit XML."""
+"""The score report: one document (``build``), rendered as JSON, a table, Markdown or JUnit XML.
+
+Each case's ``runs`` is lazy (:class:`Runs`): run details are read (from memory or the spool)
+while a renderer writes them, so a report of a hundred thousand runs is never whole in memory.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
 from .reliability import CaseResult, pass_hat_k, set_summary
 
 SETS = ("regression", "capability")
+PRETTY_UP_TO = 1000  # runs: JSON is indented up to this, compact (and streamed) beyond
+
+
+class Runs:
+    """A case's runs as dicts, produced on each iteration."""
+
+    __slots__ = ("_runs", "_show")
+
+    def __init__(self, runs: Sequence[Any], show_arguments: bool) -> None:
+        self._runs = runs
+        self._show = show_arguments
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for run in self._runs:
+            yield run.to_dict(self._show)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __bool__(self) -> bool:
+        return bool(self._runs)
 
 
 def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int | None = None,
@@ -28,7 +53,7 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
             "pass_hat_k": {str(i): round(v, 4) for i, v in r.curve(k_max).items()} if n else {},
             "pass_at_k": {str(i): round(v, 4) for i, v in r.pass_at(k_max).items()} if n else {},
             "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold, "failed": r.failed(k, threshold)},
-            "runs": [run.to_dict(show_arguments) for run in r.runs],
+            "runs": Runs(r.runs, show_arguments),
         })
     summary: dict[str, Any] = {}
     for name in SETS:
@@ -43,10 +68,30 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
     return {"cases": cases, "summary": summary}
 
 
-def to_json(doc: dict[str, Any]) -> str:
-    """Indented for a reader; compact (and several times faster) past a thousand runs."""
-    big = sum(len(c["runs"]) for c in doc["cases"]) > 1000
-    return json.dumps(doc, separators=(",", ":")) if big else json.dumps(doc, indent=2)
+def _plain(value: Any) -> Any:
+    if isinstance(value, Runs):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def write_json(doc: dict[str, Any], out: TextIO) -> None:
+    """Indented for a reader; compact and streamed run by run past ``PRETTY_UP_TO`` runs."""
+    if sum(len(c["runs"]) for c in doc["cases"]) <= PRETTY_UP_TO:
+        out.write(json.dumps(doc, indent=2, default=_plain) + "\n")
+        return
+    compact = {"separators": (",", ":")}
+    out.write('{"cases":[')
+    for i, case in enumerate(doc["cases"]):
+        head = json.dumps({k: v for k, v in case.items() if k != "runs"}, **compact)  # type: ignore[arg-type]
+        out.write(("," if i else "") + head[:-1] + ',"runs":[')
+        out.writelines(("," if j else "") + json.dumps(run, **compact)  # type: ignore[arg-type]
+                       for j, run in enumerate(case["runs"]))
+        out.write("]}")
+    out.write("]")
+    for key, value in doc.items():
+        if key != "cases":
+            out.write(f",{json.dumps(key)}:{json.dumps(value, default=_plain, **compact)}")  # type: ignore[arg-type]
+    out.write("}\n")
 
 
 # --- table -----------------------------------------------------------------------------------------
@@ -66,9 +111,9 @@ def _money(v: float | None) -> str:
     return "n/a" if v is None else f"${v:.4f}"
 
 
-def to_table(doc: dict[str, Any], *, all_steps: bool = False) -> str:
-    out: list[str] = []
+def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False) -> None:
     for case in doc["cases"]:
+        out: list[str] = []
         gate = case["gate"]
         status = "FAILED" if gate["failed"] else "ok"
         out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
@@ -88,9 +133,12 @@ def to_table(doc: dict[str, Any], *, all_steps: bool = False) -> str:
                 out.append(f"    - {reason}")
             if run["verdict"] != "pass" or all_steps:
                 out.extend(_step_table(run))
+            if len(out) > 200:  # write as we go: a case may have thousands of runs
+                stream.write("\n".join(out) + "\n")
+                out = []
         out.append("")
-    out.extend(_summary_lines(doc["summary"]))
-    return "\n".join(out)
+        stream.write("\n".join(out) + "\n")
+    stream.write("\n".join(_summary_lines(doc["summary"])) + "\n")
 
 
 def _step_table(run: dict[str, Any]) -> list[str]:
@@ -135,7 +183,7 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
 
 # --- markdown --------------------------------------------------------------------------------------
 
-def to_markdown(doc: dict[str, Any]) -> str:
+def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
     out = ["# Trajectory scores", ""]
     for name in SETS:
         s = doc["summary"].get(name)
@@ -152,12 +200,16 @@ def to_markdown(doc: dict[str, Any]) -> str:
         out.append(f"| {case['id']} | {case['set']} | {case['passes']}/{case['trials']} | "
                    f"{_curve(case['pass_hat_k'])} | {'**FAILED**' if case['gate']['failed'] else 'ok'} |")
     out.append("")
+    stream.write("\n".join(out) + "\n")
     for case in doc["cases"]:
-        bad = [r for r in case["runs"] if r["verdict"] != "pass"]
-        if not bad:
-            continue
-        out += [f"### {case['id']}", ""]
-        for run in bad:
+        out = []
+        headed = False
+        for run in case["runs"]:
+            if run["verdict"] == "pass":
+                continue
+            if not headed:
+                out += [f"### {case['id']}", ""]
+                headed = True
             out += [(f"**trace `{run['trace_id']}`: {run['verdict']}** — coverage {'pass' if run['coverage'] else 'fail'}, "
                      f"argument accuracy {_fmt_acc(run['argument_accuracy'])}, extra steps {run['extra_steps']:+d}, "
                      f"duplicate writes {run['duplicate_writes']}"), ""]
@@ -166,10 +218,17 @@ def to_markdown(doc: dict[str, Any]) -> str:
             for s in run["steps"]:
                 out.append(f"| {s['step']} | `{s['tool']}`{'' if s['ok'] else ' (error)'} | {s['mark']} |")
             out += [f"| {run['run_steps']} | final answer | |", ""]
-    return "\n".join(out)
+            if len(out) > 200:
+                stream.write("\n".join(out) + "\n")
+                out = []
+        if out:
+            stream.write("\n".join(out) + "\n")
 
 
 # --- junit -----------------------------------------------------------------------------------------
+
+JUNIT_RUNS_SHOWN = 20  # failed runs listed per failing case
+
 
 def to_junit(doc: dict[str, Any]) -> str:
     """One test case per case; it fails when pass^k at the gate's k is below the threshold."""
@@ -194,9 +253,14 @@ def to_junit(doc: dict[str, Any]) -> str:
                 msg = f"pass^{g['k']} {gate['pass_hat_k']:.2f} below {g['threshold']:g}"
             fail = ET.SubElement(tc, "failure", message=msg, type="pass_hat_k")
             lines = []
+            failed_runs = 0
             for run in c["runs"]:
                 if run["verdict"] == "fail":
-                    lines.append(f"trace {run['trace_id']}: " + "; ".join(run["reasons"]))
+                    failed_runs += 1
+                    if failed_runs <= JUNIT_RUNS_SHOWN:
+                        lines.append(f"trace {run['trace_id']}: " + "; ".join(run["reasons"]))
+            if failed_runs > JUNIT_RUNS_SHOWN:
+                lines.append(f"... and {failed_runs - JUNIT_RUNS_SHOWN} more failed runs")
             fail.text = "\n".join(lines) or msg
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

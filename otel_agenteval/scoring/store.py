@@ -1,0 +1,65 @@
+"""Scored runs kept out of memory: each run's detail spooled to a temporary file as it is scored.
+
+A big input has a hundred thousand runs; their per-step tables would not fit the memory the
+replay keeps constant. What the summaries need (verdict, trial, cost, latency, length) stays in
+a small :class:`RunRecord`; the rest is one JSON line in the spool, read back when reported.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from typing import IO, Any
+
+from .score import RunScore
+
+
+class RunRecord:
+    """One scored run: the numbers the summaries use, and where its detail is in the spool."""
+
+    __slots__ = ("_at", "_size", "_store", "cost_usd", "duration_s", "run_steps", "trial", "verdict")
+
+    def __init__(self, score: RunScore, store: RunStore, at: int, size: int) -> None:
+        self.trial = score.trial
+        self.verdict = score.verdict
+        self.cost_usd = score.cost_usd
+        self.duration_s = score.duration_s
+        self.run_steps = score.run_steps
+        self._store = store
+        self._at = at
+        self._size = size
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict != "fail"
+
+    def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
+        """The run as :meth:`RunScore.to_dict` gave it when scored (``show_arguments`` fixed then)."""
+        return self._store.read(self._at, self._size)
+
+
+class RunStore:
+    """An append-only spool of run details (a temporary file, deleted on close)."""
+
+    def __init__(self, show_arguments: bool = False) -> None:
+        self.show_arguments = show_arguments
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="agenteval-score-")  # noqa: SIM115 (closed by close())
+        self._end = 0
+
+    def add(self, score: RunScore) -> RunRecord:
+        data = json.dumps(score.to_dict(self.show_arguments), separators=(",", ":")).encode()
+        f = self._file
+        f.seek(self._end)
+        f.write(data)
+        at = self._end
+        self._end += len(data)
+        return RunRecord(score, self, at, len(data))
+
+    def read(self, at: int, size: int) -> dict[str, Any]:
+        f = self._file
+        f.seek(at)
+        value: dict[str, Any] = json.loads(f.read(size))
+        return value
+
+    def close(self) -> None:
+        self._file.close()
