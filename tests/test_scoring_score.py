@@ -165,3 +165,13 @@ def test_json_shape_hides_argument_values_unless_asked() -> None:
     d = s.to_dict()
     assert "arguments" not in d["steps"][0]
     assert s.to_dict(show_arguments=True)["steps"][0]["arguments"] == {"order_id": "88120"}
+
+
+def test_steps_the_engine_dropped_still_count() -> None:
+    small = Policy.from_dict({"tools": {"create_claim": {"write": True}}, "limits": {"max_steps_per_trajectory": 3}})
+    calls = [("lookup_order", {"order_id": "88120"})] + [("search_orders", {"query": str(i)}) for i in range(4)]
+    t, v = trajectory(calls, policy=small)
+    assert (len(t.steps), t.tool_calls) == (3, 5)
+    s = score_run(t, one_case("[{tool: lookup_order, args: {order_id: '88120'}}]"), small, v)
+    assert (s.run_steps, s.extra_steps) == (6, 4)
+    assert "2 steps past the policy's max_steps_per_trajectory were not kept" in s.reasons

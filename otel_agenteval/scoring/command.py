@@ -24,7 +24,8 @@ EPILOG = """\
 Runs are bound to cases by the root span attribute agenteval.case.id (or agentevals.eval.case.id),
 trials by agenteval.trial, or by --mapping (lines 'TRACE_ID CASE_ID', or a YAML/JSON object).
 The cases file is YAML, or a Google ADK / agentevals EvalSet JSON (expected tool_uses per case).
-A run succeeds (for pass^k) when its verdict is pass or warn. A case fails the gate when pass^k at
+Lengths count the final answer on both sides, so extra steps = tool calls - required calls
+(7 steps against a reference of 4 is +3). A run succeeds (for pass^k) when its verdict is pass or warn. A case fails the gate when pass^k at
 --k is below --threshold (defaults: any failed run fails the case).
 Exit status: 0 ok, 1 a regression-set case fails the gate, 2 usage or input error."""
 
@@ -74,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     except (CasesError, PolicyError, MappingError) as exc:
         print(exc, file=sys.stderr)
         return 2
+    if not args.policy and not args.quiet:
+        _err("no --policy: no tool counts as a write, so duplicate writes are not checked")
     from ..demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
 
     _configure_logging(args.verbose)
@@ -142,6 +145,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
                 mapping: dict[str, str] | None, args: argparse.Namespace, store: RunStore) -> dict[str, Any] | int:
     """Replay ``paths``, score each run as it finishes and spool its detail to ``store``; build the report."""
     from ..replay import InputError, RejectedInput, replay
+    from ..replay.command import _Progress  # the same bar as replay: stderr, only on a TTY
 
     by_id = {c.id: CaseResult(c) for c in cases}
     violations: dict[str, list[Violation]] = {}
@@ -167,19 +171,26 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
         scored = score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments)
         result.runs.append(store.add(scored))
 
+    progress = _Progress([Path(p) for p in paths], enabled=not args.quiet and sys.stderr.isatty())
+
     def on_reject(msg: str) -> None:
         if not args.quiet:
+            progress.clear()
             _err(f"rejected: {msg}")
 
     try:
         got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False,
-                     on_trajectory=[finished], on_violation=[found])
+                     on_trajectory=[finished], on_violation=[found],
+                     on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
+        progress.clear()
         _err(f"{exc} (--strict: stopping)")
         return 2
     except InputError as exc:
+        progress.clear()
         _err(str(exc))
         return 2
+    progress.clear()
     results = list(by_id.values())
     for r in results:
         r.runs.sort(key=lambda s: (s.trial is None, s.trial if s.trial is not None else 0))

@@ -197,7 +197,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
                               c.raw_arguments if keep_arguments else None, detail))
 
     accuracy = right / to_ref if to_ref else None
-    run_steps = len(calls) + 1
+    run_steps = max(len(calls), t.tool_calls) + 1  # tool calls the engine had to drop still count
     extra = run_steps - path.length
     th = case.thresholds
 
@@ -223,6 +223,8 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         fail.append(f"over budget: cost ${t.cost_usd:.4f} > ${path.max_cost_usd:.4f}")
     if extra > th.warn_extra_steps:
         warn.append(f"{extra} extra steps (more than {th.warn_extra_steps})")
+    if t.steps_dropped:
+        warn.append(f"{t.steps_dropped} steps past the policy's max_steps_per_trajectory were not kept")
     if t.outcome == "incomplete":
         warn.append("run incomplete: its root span never ended")
     if m.approximate:
