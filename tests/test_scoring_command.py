@@ -216,3 +216,19 @@ def test_input_errors_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixtu
     assert code == 1  # the regression case has no runs: it cannot be said to pass
     assert "case refund-damaged: no runs found" in err
     assert json.loads(out)["summary"]["regression"]["cases_without_runs"] == ["refund-damaged"]
+
+
+def test_mapping_file_forms_and_errors(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from otel_agenteval.scoring.bind import MappingError, load_mapping
+
+    yaml_map = files["dir"] / "map.yaml"
+    yaml_map.write_text("ABC123: refund-damaged\n'00000000000000000000000000000def': other\n")
+    assert load_mapping(yaml_map) == {"abc123".rjust(32, "0"): "refund-damaged", "def".rjust(32, "0"): "other"}
+    bad = files["dir"] / "bad.txt"
+    bad.write_text("abc123 refund-damaged\nnot-hex case\n")
+    with pytest.raises(MappingError, match="bad.txt:2: 'not-hex' is not a hex trace id"):
+        load_mapping(bad)
+    traces = files["dir"] / "t.jsonl"
+    traces.write_text("")
+    code, _, err = score(capsys, traces, "--cases", files["cases"], "--mapping", bad)
+    assert code == 2 and "bad.txt:2" in err

@@ -13,9 +13,10 @@ from ..policy import Policy, PolicyError
 from ..trajectory import Trajectory
 from ..violation import Violation
 from . import compare, report
+from .bind import MappingError, case_id_of, load_mapping
 from .cases import CasesError, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
-from .score import MappingError, case_id_of, load_mapping, score_run
+from .score import score_run
 from .store import RunStore
 
 HELP = "Score recorded runs against reference trajectories (cases file); report pass^k, cost and a gate."
