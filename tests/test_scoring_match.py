@@ -73,6 +73,11 @@ def test_reasons_name_the_problem() -> None:
     assert m.reasons == ["required call c() is missing", "step 3 x is not in the reference (order: exact)"]
 
 
+def test_a_call_used_once_cannot_cover_two_steps() -> None:
+    m = match(ref([A, A], order="in_order"), steps(A))
+    assert m.reasons == ["required call a() is missing"]
+
+
 def test_ordering_constraints_let_independent_calls_swap() -> None:
     four = [("policy_lookup", {}), ("coverage_rules", {}), ("fraud_flags", {}), ("route", {})]
     kw = {"order": "any_order", "ordering": [["policy_lookup", "coverage_rules", "route"], ["fraud_flags", "route"]]}

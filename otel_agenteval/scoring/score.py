@@ -104,7 +104,8 @@ class RunScore:
         }
 
 
-def duplicate_write_steps(t: Trajectory, policy: Policy, path: ReferencePath | None = None) -> tuple[frozenset[int], frozenset[int]]:
+def duplicate_write_steps(t: Trajectory, policy: Policy,
+                          path: ReferencePath | None = None) -> tuple[frozenset[int], frozenset[int]]:
     """Write calls repeating an earlier successful identical write in this run: ``(duplicates, expected)``.
 
     When the reference itself requires the same write ``n`` times, the first ``n`` identical
@@ -234,7 +235,8 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         reasons=fail + warn, coverage=m.coverage, argument_accuracy=accuracy, extra_steps=extra,
         duplicate_writes=len(dups), run_steps=run_steps, reference_steps=path.length,
         reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
-        violations=[(v.rule, v.severity, v.span_id) for v in violations], cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
+        violations=[(v.rule, v.severity, v.span_id) for v in violations],
+        cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
     )
 
 
