@@ -34,7 +34,7 @@ def promtool() -> str:
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(args, cwd=cwd, check=False, capture_output=True, text=True, timeout=120)
 
 
 def _rules() -> dict[str, Any]:
