@@ -10,6 +10,20 @@ from .trajectory import Trajectory
 from .violation import Violation
 
 
+def counted_percentile(counts: Counter[int], q: float) -> float:
+    """Nearest-rank percentile over ``{value: how many}``: exact, in memory bounded by distinct values."""
+    total = sum(counts.values())
+    if not total:
+        return 0.0
+    rank = max(1, math.ceil(q / 100 * total))
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return float(value)
+    return float(max(counts))
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100); 0 for no values."""
     if not values:
@@ -25,8 +39,8 @@ class RunSummary:
     def __init__(self) -> None:
         self.runs = 0
         self.outcomes: Counter[str] = Counter()
-        self.steps: list[int] = []
-        self.llm_calls: list[int] = []
+        self.steps: Counter[int] = Counter()  # steps -> runs: constant memory for demo --forever
+        self.llm_calls = 0
         self.cost_total = 0.0
         self.tokens = 0
         self.tool_errors = 0
@@ -37,8 +51,8 @@ class RunSummary:
     def add_trajectory(self, t: Trajectory) -> None:
         self.runs += 1
         self.outcomes[t.outcome] += 1
-        self.steps.append(t.tool_calls)
-        self.llm_calls.append(t.llm_calls)
+        self.steps[t.tool_calls] += 1
+        self.llm_calls += t.llm_calls
         self.cost_total += t.cost_usd
         self.tokens += t.input_tokens + t.output_tokens
         self.tool_errors += sum(1 for s in t.steps if not s.ok)
@@ -55,18 +69,18 @@ class RunSummary:
         return self.cost_total / ok if ok else None
 
     def to_dict(self) -> dict[str, Any]:
-        steps = [float(s) for s in self.steps]
+        steps = self.steps
         return {
             "runs": self.runs,
             "outcomes": dict(sorted(self.outcomes.items())),
             "agents": dict(sorted(self.by_agent.items())),
             "steps": {
-                "p50": percentile(steps, 50),
-                "p95": percentile(steps, 95),
-                "p99": percentile(steps, 99),
-                "max": max(steps) if steps else 0.0,
+                "p50": counted_percentile(steps, 50),
+                "p95": counted_percentile(steps, 95),
+                "p99": counted_percentile(steps, 99),
+                "max": float(max(steps)) if steps else 0.0,
             },
-            "llm_calls_total": sum(self.llm_calls),
+            "llm_calls_total": self.llm_calls,
             "tokens_total": self.tokens,
             "tool_errors": self.tool_errors,
             "cost_total_usd": round(self.cost_total, 6),
