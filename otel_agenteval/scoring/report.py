@@ -141,13 +141,22 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
     stream.write("\n".join(_summary_lines(doc["summary"])) + "\n")
 
 
+def _call(step: dict[str, Any]) -> str:
+    """``tool`` or, with --show-arguments, ``tool(k='v')``; `` (error)`` when the call failed."""
+    text = step["tool"]
+    if "arguments" in step:
+        text += "(" + ", ".join(f"{k}={v!r}" for k, v in step["arguments"].items()) + ")"
+    return text + ("" if step["ok"] else " (error)")
+
+
 def _step_table(run: dict[str, Any]) -> list[str]:
-    lines = ["    step  call                      verdict"]
-    for s in run["steps"]:
-        call = s["tool"] + ("" if s["ok"] else " (error)")
+    calls = [_call(s) for s in run["steps"]]
+    width = max([24, *map(len, calls)])
+    lines = [f"    step  {'call':<{width}}  verdict"]
+    for s, call in zip(run["steps"], calls):
         mark = s["mark"] + (f" ({s['detail']})" if s.get("detail") else "")
-        lines.append(f"    {s['step']:>4}  {call:<24}  {mark}")
-    lines.append(f"    {run['run_steps']:>4}  {'final answer':<24}  (reference: {run['reference_steps']} steps)")
+        lines.append(f"    {s['step']:>4}  {call:<{width}}  {mark}")
+    lines.append(f"    {run['run_steps']:>4}  {'final answer':<{width}}  (reference: {run['reference_steps']} steps)")
     if run["first_divergence"]:
         lines.append(f"    first divergence: {run['first_divergence']}")
     return lines
@@ -216,7 +225,7 @@ def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
             out += [f"- {r}" for r in run["reasons"]] + [""]
             out += ["| step | call | verdict |", "|---:|---|---|"]
             for s in run["steps"]:
-                out.append(f"| {s['step']} | `{s['tool']}`{'' if s['ok'] else ' (error)'} | {s['mark']} |")
+                out.append(f"| {s['step']} | `{_call(s)}` | {s['mark']} |")
             out += [f"| {run['run_steps']} | final answer | |", ""]
             if len(out) > 200:
                 stream.write("\n".join(out) + "\n")
