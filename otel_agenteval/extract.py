@@ -2,7 +2,7 @@
 
 Works on anything shaped like the SDK's ``ReadableSpan`` (``name``, ``context``, ``parent``,
 ``start_time``, ``end_time``, ``status``, ``attributes``, ``events``, ``resource``): the
-processor hands real spans, the replay readers hand :class:`~otel_agenteval.spanview.RecordedSpan`.
+processor hands real spans, the replay readers hand :class:`~otel_agenteval.replay.spanview.RecordedSpan`.
 """
 
 from __future__ import annotations

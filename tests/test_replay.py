@@ -185,3 +185,15 @@ def test_cli_usage_errors(tmp_path: Path, policy_file: Path, capsys: Any) -> Non
     with pytest.raises(SystemExit) as exc:
         main(["replay", str(empty)])  # --policy is required
     assert exc.value.code == 2
+
+
+def test_cli_reads_standard_input(live: Any, tmp_path: Path, policy_file: Path, capsys: Any,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    _, spans = live
+    data = tf.otlp_json_lines(spans, tmp_path / "t.jsonl.gz").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
+    assert main(["replay", "-", "--policy", str(policy_file), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["input"]["spans"] == len(spans) and doc["summary"]["runs"] == 4

@@ -28,7 +28,7 @@ Exit status: 0 ok, 1 a critical violation was found, 2 usage or input error."""
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files to replay, in order")
+    p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files to replay, in order (- for standard input)")
     p.add_argument("--policy", required=True, help="policy YAML")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     paths = [Path(t) for t in args.traces]
     for p in paths:
-        if not p.is_file():
+        if str(p) != "-" and not p.is_file():
             why = "no such file" if not p.exists() else "not a file"
             print(f"replay: {p}: {why}", file=sys.stderr)
             return 2
@@ -120,7 +120,7 @@ class _Progress:
 
     def __init__(self, paths: list[Path], enabled: bool) -> None:
         self.enabled = enabled
-        self.sizes = {p: p.stat().st_size for p in paths} if enabled else {}
+        self.sizes = {p: p.stat().st_size for p in paths if str(p) != "-"} if enabled else {}
         self.before = {}
         acc = 0
         for p, size in self.sizes.items():

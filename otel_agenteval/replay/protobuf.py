@@ -121,7 +121,7 @@ def _be32(f: IO[bytes]) -> tuple[int, int] | None:
 
 
 def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str], None],
-               raw: IO[bytes], on_progress: Callable[[int], None] | None) -> Iterator[list[RecordedSpan]]:
+               raw: Any, on_progress: Callable[[int], None] | None) -> Iterator[list[RecordedSpan]]:
     """Spans of each record of a protobuf file, one list per record."""
     first = f.peek(1)[:1]  # type: ignore[attr-defined]
     if first == b"\x0a":  # one single message: cannot be split, read whole

@@ -11,7 +11,7 @@ Formats, told apart by content (``.gz`` is opened transparently, whatever the na
   JSON list. Timestamps there have microseconds only, and ``is_remote`` is not written: a
   SERVER or CONSUMER span with a parent is taken to have a remote one (its service's entry).
 
-Streaming: a file is read line by line (or record by record), so memory stays flat however
+A path ``-`` reads standard input. Streaming: a file is read line by line (or record by record), so memory stays flat however
 big it is. Two forms are read whole because a document cannot be split: a pretty-printed JSON
 *list* and a single protobuf message. Each bad line, record or span is reported through
 ``on_reject`` with file and line, counted, and skipped (or raised, when ``strict``).
@@ -315,20 +315,30 @@ _WS = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 byte order mark
 _ZSTD = b"\x28\xb5\x2f\xfd"
 
 
-def _open(path: Path) -> tuple[IO[bytes], IO[bytes]]:
-    """(decoded stream, raw file for progress)."""
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    head = raw.read(4)
-    raw.seek(0)
+def _open(path: Path) -> tuple[IO[bytes], IO[bytes] | None]:
+    """(decoded stream, raw file for progress; None for standard input, named ``-``)."""
+    if str(path) == "-":
+        import sys
+
+        stdin: Any = sys.stdin.buffer
+        head = stdin.peek(4)[:4]
+        raw = None
+        base: Any = stdin
+    else:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        head = raw.read(4)
+        raw.seek(0)
+        base = raw
     if head[:4] == _ZSTD:
-        raw.close()
+        if raw is not None:
+            raw.close()
         raise InputError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
     if head[:2] == b"\x1f\x8b":
-        return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), 1 << 20), raw  # type: ignore[arg-type]
-    return io.BufferedReader(raw, 1 << 20), raw  # type: ignore[arg-type]
+        return io.BufferedReader(gzip.GzipFile(fileobj=base, mode="rb"), 1 << 20), raw  # type: ignore[arg-type]
+    return (io.BufferedReader(raw, 1 << 20) if raw is not None else base), raw  # type: ignore[arg-type]
 
 
 def read_file(path: str | Path, counts: ReadCounts, on_reject: Reject, strict: bool = False,
@@ -336,6 +346,8 @@ def read_file(path: str | Path, counts: ReadCounts, on_reject: Reject, strict: b
     """The spans of one file in batches (one per record), in file order (end order within one)."""
     p = Path(path)
     f, raw = _open(p)
+    if raw is None:
+        on_progress = None  # standard input: no size, no position
     counts.files += 1
     lines_before = counts.lines
 
@@ -358,8 +370,9 @@ def read_file(path: str | Path, counts: ReadCounts, on_reject: Reject, strict: b
     except (OSError, EOFError) as exc:  # a truncated gzip and the like: the rest is lost, say so
         reject(f"{p}: read failed after line {counts.lines - lines_before}, rest of file skipped: {exc}")
     finally:
-        f.close()
-        raw.close()
+        if raw is not None:
+            f.close()
+            raw.close()
 
 
 _PB_SUFFIXES = {".pb", ".proto", ".bin", ".binpb"}
@@ -384,7 +397,7 @@ def _detect(f: IO[bytes], p: Path) -> str | None:
     return "protobuf"
 
 
-def _json_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str], None], raw: IO[bytes],
+def _json_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str], None], raw: Any,
                on_progress: Callable[[int], None] | None) -> Iterator[list[RecordedSpan]]:
     """JSON lines, or pretty documents each closed by a ``}`` at column 0, or a pretty list."""
     pretty: bool | None = None  # decided by the first line: "{" alone opens a pretty document
