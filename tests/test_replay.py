@@ -31,6 +31,20 @@ def view(t: Trajectory) -> dict[str, Any]:
     }
 
 
+def microseconds(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> None:
+    """to_json writes times as ISO strings with microseconds, via a float: allow 1 us either way."""
+    def near(a: int, b: int) -> bool:
+        return abs(a // 1000 - b // 1000) <= 1
+
+    for e, g in zip(expected, got):
+        assert near(e["started_ns"], g["started_ns"]) and abs(e["duration_s"] - g["duration_s"]) < 3e-6
+        g["started_ns"], g["duration_s"] = e["started_ns"], e["duration_s"]
+        if len(e["steps"]) == len(g["steps"]):
+            for i, (es, gs) in enumerate(zip(e["steps"], g["steps"])):
+                assert near(es[6], gs[6]) and near(es[7], gs[7])
+                g["steps"][i] = (*gs[:6], es[6], es[7])
+
+
 def vviews(vs: list[Violation]) -> list[dict[str, Any]]:
     return [v.model_dump() for v in vs]
 
@@ -58,11 +72,8 @@ def test_replay_equals_live(fmt: str, live: Any, tmp_path: Path) -> None:
     result = replay([path], Policy.from_yaml(ISSUE_POLICY))
     assert result.counts.spans == len(spans) and result.counts.rejected == 0
     expected, got = [view(t) for t in h.trajectories], [view(t) for t in result.trajectories]
-    if fmt in SDK_FORMATS:  # to_json keeps microseconds: compare times at that precision
-        for d in expected + got:
-            d["started_ns"] //= 1000
-            d["steps"] = [(*s[:6], s[6] // 1000, s[7] // 1000) for s in d["steps"]]
-            d["duration_s"] = round(d["duration_s"], 5)
+    if fmt in SDK_FORMATS:
+        microseconds(expected, got)
     assert got == expected
     assert vviews(result.violations) == vviews(h.violations)
 
@@ -197,3 +208,77 @@ def test_cli_reads_standard_input(live: Any, tmp_path: Path, policy_file: Path, 
     assert main(["replay", "-", "--policy", str(policy_file), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["input"]["spans"] == len(spans) and doc["summary"]["runs"] == 4
+
+
+# --- a real framework: pydantic-ai with a scripted model --------------------------------------
+PYDANTIC_POLICY = """\
+tools:
+  create_claim: {write: true}
+agents:
+  support_agent: {budget: {max_llm_calls: 3}}
+pricing:
+  fake-model: {input_per_mtok: 2.5, output_per_mtok: 10.0}
+outcome:
+  success_when: [create_claim]
+"""
+
+
+def pydantic_ai_runs(make_processor: Any) -> tuple[Any, list[Any]]:
+    """Two runs of one conversation: a ModelRetry write then its fix, then the same write again."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.usage import RequestUsage
+
+    h = make_processor(PYDANTIC_POLICY)
+    exporter = InMemorySpanExporter()
+    h.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    script: list[list[tuple[str, dict[str, str]]]] = []
+
+    def model(messages: Any, info: Any) -> ModelResponse:
+        usage = RequestUsage(input_tokens=100, output_tokens=10)
+        if not script:
+            return ModelResponse(parts=[TextPart("done")], usage=usage, model_name="fake-model")
+        calls = script.pop(0)
+        return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=f"c{len(script)}_{i}")
+                                    for i, (n, a) in enumerate(calls)], usage=usage, model_name="fake-model")
+
+    agent = Agent(FunctionModel(model, model_name="fake-model"), name="support_agent")
+    agent.instrument = InstrumentationSettings(tracer_provider=h.provider)
+
+    @agent.tool_plain
+    def lookup_order(order_id: str) -> dict[str, str]:
+        """Look up an order."""
+        return {"order_id": order_id, "status": "delivered"}
+
+    @agent.tool_plain
+    def create_claim(order_id: str, reason: str) -> str:
+        """Create a claim."""
+        if reason == "damaged":
+            raise ModelRetry("reason must be damaged_in_transit")
+        return "CLM-1"
+
+    ok = {"order_id": "88120", "reason": "damaged_in_transit"}
+    script[:] = [[("lookup_order", {"order_id": "88120"})], [("create_claim", {"order_id": "88120", "reason": "damaged"})],
+                 [("create_claim", ok)]]
+    agent.run_sync("my order arrived damaged", conversation_id="conv-9")
+    script[:] = [[("create_claim", ok)]]
+    agent.run_sync("did it work?", conversation_id="conv-9")
+    h.provider.force_flush()
+    return h, list(exporter.get_finished_spans())
+
+
+@pytest.mark.parametrize("fmt", ["otlp-json-lines", "otlp-protobuf-be32", "sdk-json-objects"])
+def test_pydantic_ai_replay_equals_live(fmt: str, make_processor: Any, tmp_path: Path) -> None:
+    h, spans = pydantic_ai_runs(make_processor)
+    assert sorted({v.rule for v in h.violations}) == ["budget_breach", "duplicate_write"]
+    write, ext = tf.WRITERS[fmt]
+    result = replay([write(spans, tmp_path / f"t{ext}")], Policy.from_yaml(PYDANTIC_POLICY))
+    expected, got = [view(t) for t in h.trajectories], [view(t) for t in result.trajectories]
+    if fmt.startswith("sdk-"):
+        microseconds(expected, got)
+    assert got == expected
+    assert vviews(result.violations) == vviews(h.violations)
