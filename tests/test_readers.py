@@ -17,7 +17,7 @@ import trace_files as tf
 from conftest import ISSUE_POLICY
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_agenteval.replay import readers
+from otel_agenteval.replay import decode
 from otel_agenteval.replay.readers import InputError, ReadCounts, RejectedInput, iter_spans
 
 
@@ -178,7 +178,7 @@ def test_plain_json_fallback_reads_the_same(spans: list[ReadableSpan], tmp_path:
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
     with_orjson = [fields(s) for s in read(path)[0]]
-    monkeypatch.setattr(readers, "_loads", json.loads)
+    monkeypatch.setattr(decode, "_loads", json.loads)
     assert [fields(s) for s in read(path)[0]] == with_orjson
 
 

@@ -15,7 +15,8 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import SpanKind
 
-from .readers import _STATUS, ReadCounts, _Bad, _end_time
+from .decode import _STATUS, Bad, end_time
+from .readers import ReadCounts
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 
 _KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
@@ -50,10 +51,10 @@ def _id(raw: bytes, size: int, field: str, required: bool) -> int:
     if len(raw) != size:
         if not raw and not required:
             return 0
-        raise _Bad(f"{field} has {len(raw)} bytes, expected {size}")
+        raise Bad(f"{field} has {len(raw)} bytes, expected {size}")
     n = int.from_bytes(raw, "big")
     if required and n == 0:
-        raise _Bad(f"{field} is all zeros")
+        raise Bad(f"{field} is all zeros")
     return n
 
 
@@ -68,12 +69,12 @@ def _span(s: Any, resource: RecordedResource) -> RecordedSpan:
     if s.HasField("status"):
         status = _STATUS.get(s.status.code)  # type: ignore[assignment]
         if status is None:
-            raise _Bad(f"unknown status.code {s.status.code}")
+            raise Bad(f"unknown status.code {s.status.code}")
         if s.status.message:
             status = RecordedStatus(status.status_code, s.status.message)
     kind = _KINDS.get(s.kind)
     if kind is None:
-        raise _Bad(f"unknown kind {s.kind}")
+        raise Bad(f"unknown kind {s.kind}")
     events = tuple(RecordedEvent(e.name, _attributes(e.attributes), e.time_unix_nano) for e in s.events)
     return RecordedSpan(s.name, ctx, parent, kind, s.start_time_unix_nano, s.end_time_unix_nano, status,
                         _attributes(s.attributes), events, resource)
@@ -88,10 +89,10 @@ def request_spans(req: Any, where: str, reject: Callable[[str], None]) -> list[R
             for k, s in enumerate(ss.spans):
                 try:
                     out.append(_span(s, resource))
-                except (_Bad, ValueError, TypeError) as exc:
+                except (Bad, ValueError, TypeError) as exc:
                     reject(f"{where}: resource_spans[{i}].scope_spans[{j}].spans[{k}]: {exc}")
     if len(out) > 1:
-        out.sort(key=_end_time)
+        out.sort(key=end_time)
     return out
 
 
@@ -101,14 +102,14 @@ def _varint(f: IO[bytes]) -> tuple[int, int] | None:
         b = f.read(1)
         if not b:
             if shift:
-                raise _Bad("file ends inside a length prefix")
+                raise Bad("file ends inside a length prefix")
             return None
         n |= (b[0] & 0x7F) << shift
         if b[0] < 0x80:
             return n, shift // 7 + 1
         shift += 7
         if shift > 63:
-            raise _Bad("length prefix is not a varint")
+            raise Bad("length prefix is not a varint")
 
 
 def _be32(f: IO[bytes]) -> tuple[int, int] | None:
@@ -116,7 +117,7 @@ def _be32(f: IO[bytes]) -> tuple[int, int] | None:
     if not b:
         return None
     if len(b) < 4:
-        raise _Bad("file ends inside a 4-byte length prefix")
+        raise Bad("file ends inside a 4-byte length prefix")
     return int.from_bytes(b, "big"), 4
 
 
@@ -135,7 +136,7 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
     while True:
         try:
             got = prefix(f)
-        except _Bad as exc:
+        except Bad as exc:
             reject(f"{p}: record {n + 1} (byte {offset}): {exc}")
             return
         if got is None:
