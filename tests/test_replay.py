@@ -282,3 +282,39 @@ def test_pydantic_ai_replay_equals_live(fmt: str, make_processor: Any, tmp_path:
         microseconds(expected, got)
     assert got == expected
     assert vviews(result.violations) == vviews(h.violations)
+
+
+def test_two_local_roots_open_at_once_in_one_trace(make_processor: Any, tmp_path: Path) -> None:
+    """Two entry spans of one trace (remote parent) overlap: each root plays only its own spans."""
+    from conftest import ns
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+
+    h = make_processor(ISSUE_POLICY)
+    exporter = InMemorySpanExporter()
+    h.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    remote = trace.set_span_in_context(trace.NonRecordingSpan(
+        SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(1))))
+    s1 = h.tracer.start_span("POST /a", context=remote, kind=SpanKind.SERVER, start_time=ns(0))
+    s2 = h.tracer.start_span("POST /b", context=remote, kind=SpanKind.SERVER, start_time=ns(0.5))
+    a1, a2 = h.agent("support", 1.0, parent=s1), h.agent("triage", 1.5, parent=s2)
+    h.tool(a1, "create_claim", {"order_id": "1"}, at=2.0)
+    h.tool(a2, "lookup_order", {"order_id": "2"}, at=2.5)
+    h.tool(a2, "lookup_order", {"order_id": "3"}, at=3.5)
+    h.end(a1, 4.0)
+    s1.end(end_time=ns(4.5))
+    h.tool(a2, "create_claim", {"order_id": "1"}, at=5.0)
+    h.end(a2, 6.0)
+    s2.end(end_time=ns(6.5))
+    spans = list(exporter.get_finished_spans())
+    assert len({s.context.trace_id for s in spans}) == 1
+    for fmt in ("otlp-json-lines", "sdk-json-objects"):
+        write, ext = tf.WRITERS[fmt]
+        result = replay([write(spans, tmp_path / f"t{ext}")], Policy.from_yaml(ISSUE_POLICY))
+        assert [(t.agent_name, [s.tool for s in t.steps], t.outcome) for t in result.trajectories] == [
+            (t.agent_name, [s.tool for s in t.steps], t.outcome) for t in h.trajectories] == [
+            ("support", ["create_claim"], "success"), ("triage", ["lookup_order", "lookup_order", "create_claim"],
+                                                       "success")]
+        assert result.engine_stats["late"] == 0 and result.engine_stats["replay"]["traces_end_only"] == 0

@@ -15,7 +15,6 @@ as ``incomplete``; spans of an already finished trace that come after its root a
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
 
 from ..engine import Engine
 from .spanview import RecordedSpan
@@ -97,45 +96,54 @@ class Feeder:
             memory.popitem(last=False)
 
     def _play_subtree(self, tid: int, held: list[RecordedSpan], root: RecordedSpan) -> None:
-        children: dict[int, list[RecordedSpan]] = {}
-        for s in held:
-            p = s.parent
-            if p is not None:
-                children.setdefault(p.span_id, []).append(s)
-        depth = {root.context.span_id: 0}
-        todo = [root.context.span_id]
-        while todo:
-            sid = todo.pop()
-            d = depth[sid] + 1
-            for c in children.get(sid, ()):
-                cid = c.context.span_id
-                if cid not in depth:
-                    depth[cid] = d
-                    todo.append(cid)
-        if len(depth) == len(held) + 1:
+        ids = {s.context.span_id for s in held}
+        ids.add(root.context.span_id)
+        if all(s.parent.span_id in ids for s in held):  # type: ignore[union-attr]  # held spans have parents
+            # every chain ends at this root (another open root is never held): all of them are its
             del self._pending[tid]
             mine = held
-        else:  # another local root of this trace is still open: keep its spans
-            mine = [s for s in held if s.context.span_id in depth]
-            rest = [s for s in held if s.context.span_id not in depth]
+        else:  # another local root of this trace is still open: keep its spans for it
+            ours = self._descendants(held, root)
+            rest = [s for s in held if s.context.span_id not in ours]
+            mine_list = [s for s in held if s.context.span_id in ours]
             if rest:
                 self._pending[tid] = rest
             else:
                 del self._pending[tid]
+            self._size -= len(mine_list)
+            mine_list.append(root)
+            self._play(mine_list)
+            return
         self._size -= len(mine)
         mine.append(root)
-        self._play(mine, depth)
+        self._play(mine)
 
-    def _play(self, spans: list[RecordedSpan], depth: dict[int, int]) -> None:
-        def start_key(s: RecordedSpan) -> Any:
-            return (min(s.start_time, s.end_time), depth[s.context.span_id])
+    @staticmethod
+    def _descendants(held: list[RecordedSpan], root: RecordedSpan) -> set[int]:
+        children: dict[int, list[int]] = {}
+        for s in held:
+            children.setdefault(s.parent.span_id, []).append(s.context.span_id)  # type: ignore[union-attr]
+        found: set[int] = set()
+        todo = [root.context.span_id]
+        while todo:
+            for c in children.get(todo.pop(), ()):
+                if c not in found:
+                    found.add(c)
+                    todo.append(c)
+        return found
 
-        starts = sorted(spans, key=start_key)
+    def _play(self, spans: list[RecordedSpan]) -> None:
+        """Starts by start time (a parent before its child at the same time: it ends later, so it
+        comes later in ``spans``), each issued before the first end that comes after it."""
+        order = sorted(range(len(spans)), key=lambda i: (min(spans[i].start_time, spans[i].end_time), -i))
         start, end = self._start, self._end
-        i, n = 0, len(starts)
+        i, n = 0, len(order)
         for s in spans:  # file order is end order
             t = s.end_time
-            while i < n and min(starts[i].start_time, starts[i].end_time) <= t:
-                start(starts[i])
+            while i < n:
+                first = spans[order[i]]
+                if min(first.start_time, first.end_time) > t:
+                    break
+                start(first)
                 i += 1
             end(s)
