@@ -1,0 +1,128 @@
+"""Score throughput and memory: ``otel-agenteval score`` end to end, against ``replay`` alone.
+
+Generates OTLP JSON lines files of 1k, 10k and 100k agent runs (~14 spans each, see
+``make_otlp_traces.py``), then in a fresh process per file runs ``replay`` and ``score
+--format json`` (the JSON report of every run, streamed to /dev/null) and reports spans/s (CPU
+and wall), the child's peak RSS, and what scoring adds per run.
+
+The generated runs carry no case id, so the child binds every run to the one case below by
+replacing ``case_id_of`` (a dict lookup in real use); everything else is the command's path:
+replay, matching, verdicts, the spool of run details, pass^k, the streamed report.
+
+    python benchmarks/score_throughput.py [--runs 1000,10000,100000] [--dir DIR] [--keep] [--json]
+
+Not part of the test suite: it takes minutes and its numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+CASES = """\
+cases:
+  - id: support
+    set: regression
+    reference:
+      order: in_order
+      required:
+        - {tool: lookup_order, args: {order_id: any}, normalise: {order_id: ignore}}
+        - {tool: get_policy, args: {topic: damaged_delivery}}
+        - {tool: create_claim, args: {order_id: any, reason: damaged}, normalise: {order_id: ignore}}
+      allowed_extras: [search_kb, get_customer, check_inventory, send_email, close_ticket]
+      budget: {max_steps: 12}
+"""
+
+CHILD = r"""
+import json, os, resource, sys, time
+mode, policy, cases, path = sys.argv[1:5]
+t0, c0 = time.perf_counter(), time.process_time()
+from otel_agenteval.cli import main
+if mode == "score":
+    import otel_agenteval.scoring.command as command
+    command.case_id_of = lambda t, mapping=None: "support"
+    argv = ["score", path, "--cases", cases, "--policy", policy, "--format", "json", "--quiet"]
+else:
+    argv = ["replay", path, "--policy", policy, "--format", "json", "--quiet"]
+out = sys.stdout
+sys.stdout = open(os.devnull, "w")
+code = main(argv)
+sys.stdout.close()
+sys.stdout = out
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"code": code, "wall_s": wall, "cpu_s": cpu,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def child(mode: str, policy: Path, cases: Path, path: Path) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(policy), str(cases), str(path)], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", default="1000,10000,100000", help="comma-separated run counts")
+    ap.add_argument("--dir", help="where to write the files (default: a temporary directory)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--json", action="store_true", help="print results as JSON")
+    a = ap.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    import make_otlp_traces as gen
+
+    work = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="score-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    policy = work / "policy.yaml"
+    policy.write_text(gen.POLICY)
+    cases = work / "cases.yaml"
+    cases.write_text(CASES)
+    results = []
+    for runs in (int(r) for r in a.runs.split(",")):
+        path = work / f"runs-{runs}.jsonl"
+        if not path.exists():
+            with open(path, "w", encoding="utf-8") as f:
+                spans = gen.write(f, runs, 128, 1)
+        else:
+            from otel_agenteval.replay.readers import ReadCounts, iter_batches
+
+            counts = ReadCounts()
+            for _ in iter_batches([path], counts=counts):
+                pass
+            spans = counts.spans
+        replay = child("replay", policy, cases, path)
+        score = child("score", policy, cases, path)
+        row = {"runs": runs, "spans": spans, "file_mb": round(path.stat().st_size / 1e6, 1),
+               "replay_spans_per_s_cpu": round(spans / replay["cpu_s"]),
+               "score_spans_per_s_cpu": round(spans / score["cpu_s"]),
+               "score_spans_per_s_wall": round(spans / score["wall_s"]),
+               "scoring_us_per_run_cpu": round((score["cpu_s"] - replay["cpu_s"]) / runs * 1e6),
+               "replay_peak_rss_mb": round(replay["peak_rss_mb"], 1),
+               "score_peak_rss_mb": round(score["peak_rss_mb"], 1), "score_exit": score["code"]}
+        results.append(row)
+        print(f"{runs:>7} runs {spans:>9} spans {row['file_mb']:>7} MB | replay {row['replay_spans_per_s_cpu']:>7}/s cpu"
+              f" | score {row['score_spans_per_s_cpu']:>7}/s cpu {row['score_spans_per_s_wall']:>7}/s wall"
+              f" (+{row['scoring_us_per_run_cpu']} us/run) | peak RSS replay {row['replay_peak_rss_mb']} MB,"
+              f" score {row['score_peak_rss_mb']} MB", file=sys.stderr)
+        if not a.keep and not a.dir:
+            path.unlink()
+    info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "results": results}
+    if a.json:
+        print(json.dumps(info, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
