@@ -43,8 +43,8 @@ def test_issue_example_loads_and_means_what_it_says(tmp_path: Path) -> None:
     ("cases:\n  - id: a\n    reference: {requird: []}\n", "cases.0.reference.requird: unknown key (check the spelling)"),
     ("cases:\n  - id: a\n    reference: {order: sorted}\n", "cases.0.reference.order: Input should be"),
     ("cases:\n  - id: a\n    set: smoke\n    reference: {}\n", "cases.0.set: Input should be 'capability' or 'regression'"),
-    ("cases:\n  - id: a\n    reference:\n      required: [{tool: t, args: {x: 1}, normalise: {x: lower}}]\n",
-     "cases.0.reference.required.0.normalise: x: unknown normaliser 'lower'"),
+    ("cases:\n  - id: a\n    reference:\n      required: [{tool: t, args: {x: 1}, normalise: {x: lowercase}}]\n",
+     "cases.0.reference.required.0.normalise: x: unknown normaliser 'lowercase'"),
     ("cases:\n  - id: a\n    reference:\n      required: [{tool: t}]\n      ordering: [[t, u]]\n",
      "ordering[0][1]: 'u' names no required call"),
     ("cases:\n  - id: a\n    reference:\n      required: [{tool: t}, {tool: u}]\n      ordering: [[t, u], [u, t]]\n",
@@ -170,3 +170,20 @@ def test_evalset_errors_name_the_path() -> None:
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(CasesError, match="cannot read"):
         load_cases(tmp_path / "missing.yaml")
+
+
+def test_policy_normalisers_apply_where_the_case_names_none() -> None:
+    text = """
+cases:
+  - id: a
+    reference:
+      required:
+        - {tool: lookup_order, args: {order_id: "88120"}}
+        - {tool: get_policy, args: {topic: returns}, normalise: {topic: lower}}
+"""
+    [case] = cases_from_text(text, by_tool={"lookup_order": {"order_id": ["id"]}, "get_policy": {"topic": ["ignore"]}})
+    lookup, policy = case.paths[0].calls
+    assert lookup.accepts({"order_id": "ORD-88120"})
+    assert policy.accepts({"topic": "RETURNS"}) and not policy.accepts({"topic": "damaged"})  # the case's own wins
+    [plain] = cases_from_text(text)
+    assert not plain.paths[0].calls[0].accepts({"order_id": "ORD-88120"})

@@ -235,3 +235,16 @@ def test_mapping_file_forms_and_errors(files: dict[str, Path], capsys: pytest.Ca
     traces.write_text("")
     code, _, err = score(capsys, traces, "--cases", files["cases"], "--mapping", bad)
     assert code == 2 and "bad.txt:2" in err
+
+
+def test_policy_argument_normalisers_reach_the_reference(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    policy = files["dir"] / "ids.yaml"
+    policy.write_text(POLICY.replace("  create_claim: {write: true}\n", "  create_claim: {write: true}\n"
+                                     "  lookup_order: {arguments: {order_id: [id]}}\n"))
+    r = Runner(processor=False)
+    r.run([("lookup_order", {"order_id": "ORD-88120"}), *CLEAN[1:]], case="refund-damaged")
+    traces = otlp_json_lines(r.spans, files["dir"] / "t.jsonl")
+    code, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", policy, "--format", "json")
+    assert code == 0 and json.loads(out)["cases"][0]["runs"][0]["verdict"] == "pass"
+    code, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "--format", "json")
+    assert code == 1 and json.loads(out)["cases"][0]["runs"][0]["steps"][0]["mark"] == "wrong argument"

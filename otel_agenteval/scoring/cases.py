@@ -40,6 +40,7 @@ class _Model(BaseModel):
 
 
 Normalisers = dict[str, list[str]]
+ToolNormalisers = dict[str, Normalisers]  # tool -> argument -> normalisers (the policy's)
 
 
 def _as_lists(value: Any) -> Any:
@@ -150,12 +151,12 @@ class ExpectedCall:
 
     __slots__ = ("args", "name", "position", "rules", "tool")
 
-    def __init__(self, call: Call, shared: Normalisers, position: int) -> None:
+    def __init__(self, call: Call, shared: Normalisers, position: int, by_tool: ToolNormalisers | None = None) -> None:
         self.tool = call.tool
         self.args = call.args
         self.name = call.name
         self.position = position
-        specs = {**shared, **call.normalise}
+        specs = {**(by_tool or {}).get(call.tool, {}), **shared, **call.normalise}
         self.rules = {k: ArgumentRule(specs.get(k, ())) for k in call.args}
 
     def accepts(self, arguments: dict[str, Any]) -> bool:
@@ -177,7 +178,8 @@ class ReferencePath:
 
     __slots__ = ("allowed_extras", "before", "calls", "index", "max_cost_usd", "max_steps", "order")
 
-    def __init__(self, alt: Alternative, index: int, main: Reference | None = None) -> None:
+    def __init__(self, alt: Alternative, index: int, main: Reference | None = None,
+                 by_tool: ToolNormalisers | None = None) -> None:
         given = alt.model_fields_set
         base = main if main is not None else alt
 
@@ -189,7 +191,7 @@ class ReferencePath:
         if self.order == "superset":
             self.order = "any_order"
         shared: Normalisers = {**(main.normalise if main is not None else {}), **alt.normalise}
-        self.calls = [ExpectedCall(c, shared, i) for i, c in enumerate(alt.required)]
+        self.calls = [ExpectedCall(c, shared, i, by_tool) for i, c in enumerate(alt.required)]
         self.allowed_extras = frozenset(pick("allowed_extras"))
         self.before = _ordering(alt.required, pick("ordering") if "ordering" in given or main is None else [])
         budget: Budget | None = pick("budget")
@@ -225,28 +227,33 @@ class ResolvedCase:
 
     __slots__ = ("id", "paths", "set", "task", "thresholds")
 
-    def __init__(self, case: Case, defaults: Thresholds) -> None:
+    def __init__(self, case: Case, defaults: Thresholds, by_tool: ToolNormalisers | None = None) -> None:
         self.id = case.id
         self.task = case.task
         self.set = case.set
         self.thresholds = case.thresholds or defaults
         ref = case.reference
-        self.paths = [ReferencePath(ref, 0)] + [ReferencePath(a, i + 1, ref) for i, a in enumerate(ref.alternatives)]
+        self.paths = [ReferencePath(ref, 0, None, by_tool)]
+        self.paths += [ReferencePath(a, i + 1, ref, by_tool) for i, a in enumerate(ref.alternatives)]
 
 
 # --- loading -------------------------------------------------------------------------------------
 
-def load_cases(path: str | Path) -> list[ResolvedCase]:
-    """Read a YAML cases file or an ADK/agentevals ``EvalSet`` JSON file."""
+def load_cases(path: str | Path, by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
+    """Read a YAML cases file or an ADK/agentevals ``EvalSet`` JSON file.
+
+    ``by_tool``: per-tool argument normalisers (the policy's ``tools.<name>.arguments``), used
+    wherever the case names none for that argument.
+    """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise CasesError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
-    return cases_from_text(text, str(p))
+    return cases_from_text(text, str(p), by_tool)
 
 
-def cases_from_text(text: str, source: str = "<cases>") -> list[ResolvedCase]:
+def cases_from_text(text: str, source: str = "<cases>", by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         from .evalset import evalset_to_cases, is_evalset
@@ -257,7 +264,7 @@ def cases_from_text(text: str, source: str = "<cases>") -> list[ResolvedCase]:
             raise CasesError(source, [f"not valid JSON: {exc}"]) from None
         if is_evalset(data):
             data = evalset_to_cases(data, source)
-        return cases_from_dict(data, source)
+        return cases_from_dict(data, source, by_tool)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -266,12 +273,12 @@ def cases_from_text(text: str, source: str = "<cases>") -> list[ResolvedCase]:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
         raise CasesError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
     try:
-        return cases_from_dict(data, source)
+        return cases_from_dict(data, source, by_tool)
     except CasesError as exc:  # add the line of each error's path
         raise CasesError(source, [_with_line(e, node) for e in exc.errors]) from None
 
 
-def cases_from_dict(data: Any, source: str = "<cases>") -> list[ResolvedCase]:
+def cases_from_dict(data: Any, source: str = "<cases>", by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
     if not isinstance(data, dict):
         raise CasesError(source, [f"(top level): must be a mapping with 'cases', got {type(data).__name__}"])
     try:
@@ -287,7 +294,7 @@ def cases_from_dict(data: Any, source: str = "<cases>") -> list[ResolvedCase]:
                 errors.append(f"{where}.ordering: the constraints form a cycle")
     if errors:
         raise CasesError(source, errors)
-    return [ResolvedCase(c, model.thresholds) for c in model.cases]
+    return [ResolvedCase(c, model.thresholds, by_tool) for c in model.cases]
 
 
 def _has_cycle(n: int, pairs: frozenset[tuple[int, int]]) -> bool:

@@ -70,8 +70,10 @@ def run(args: argparse.Namespace) -> int:
         _err("--threshold must be between 0 and 1")
         return 2
     try:
-        cases = load_cases(args.cases)
         policy = Policy.from_file(args.policy) if args.policy else Policy()
+        # the policy's per-argument normalisers apply wherever a case names none
+        by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
+        cases = load_cases(args.cases, by_tool)
         mapping = load_mapping(args.mapping) if args.mapping else None
     except (CasesError, PolicyError, MappingError) as exc:
         print(exc, file=sys.stderr)

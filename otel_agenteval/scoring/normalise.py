@@ -196,10 +196,15 @@ _PARAMETRISED: dict[str, Callable[[str | None], Normaliser]] = {
 NAMES = (*_SIMPLE, *_PARAMETRISED, IGNORE)
 
 
+# Other names for the same normalisers (the policy file accepts them too).
+ALIASES = {"lower": "case", "strip": "whitespace", "int": "number", "id-pattern": "regex", "id_pattern": "regex"}
+
+
 def build(spec: str) -> Normaliser | None:
     """A normaliser from its name (``None`` for ``ignore``); ``ValueError`` names what is wrong."""
     name, _, param = spec.partition(":")
     name = name.strip()
+    name = ALIASES.get(name, name)
     if name == IGNORE:
         return None
     if name in _SIMPLE:
