@@ -187,3 +187,14 @@ cases:
     assert policy.accepts({"topic": "RETURNS"}) and not policy.accepts({"topic": "damaged"})  # the case's own wins
     [plain] = cases_from_text(text)
     assert not plain.paths[0].calls[0].accepts({"order_id": "ORD-88120"})
+
+
+def test_case_thresholds_override_the_file_one_field_at_a_time() -> None:
+    a, b = cases_from_text("""
+thresholds: {argument_accuracy: 0.5, warn_extra_steps: 1}
+cases:
+  - {id: a, reference: {}, thresholds: {argument_accuracy: 0.8}}
+  - {id: b, reference: {}}
+""")
+    assert (a.thresholds.argument_accuracy, a.thresholds.warn_extra_steps) == (0.8, 1)
+    assert (b.thresholds.argument_accuracy, b.thresholds.warn_extra_steps) == (0.5, 1)

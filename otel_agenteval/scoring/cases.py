@@ -231,7 +231,9 @@ class ResolvedCase:
         self.id = case.id
         self.task = case.task
         self.set = case.set
-        self.thresholds = case.thresholds or defaults
+        own = case.thresholds
+        # a case's thresholds override the file's one field at a time
+        self.thresholds = defaults.model_copy(update={k: getattr(own, k) for k in own.model_fields_set}) if own else defaults
         ref = case.reference
         self.paths = [ReferencePath(ref, 0, None, by_tool)]
         self.paths += [ReferencePath(a, i + 1, ref, by_tool) for i, a in enumerate(ref.alternatives)]
