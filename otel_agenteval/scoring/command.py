@@ -88,47 +88,48 @@ def run(args: argparse.Namespace) -> int:
         if not p.is_file():
             _err(f"{p}: {'no such file' if not p.exists() else 'not a file'}")
             return 2
-    docs = []
+    labels = _labels(args, groups)
+    if labels is None:
+        return 2
     stores: list[RunStore] = []
-    for paths in groups:
-        store = RunStore(args.show_arguments)
-        stores.append(store)
-        doc = score_files(paths, cases, policy, mapping, args, store)
-        if isinstance(doc, int):
-            for s in stores:
-                s.close()
-            return doc
-        docs.append(doc)
-    doc = docs[0]
-    out = sys.stdout
-    if args.compare:
-        labels = _labels(args, groups)
-        if labels is None:
-            return 2
-        cmp = compare.comparison(labels, docs, args.k_max or args.k)
-        skipped = compare.plot(cmp, args.plot)
-        if skipped and "empty plot" not in skipped:
-            print(f"score: plot skipped: {skipped}", file=sys.stderr)
-        else:
-            print(f"score: plot written to {args.plot}" + (f" ({skipped})" if skipped else ""), file=sys.stderr)
-        if args.format == "json":
-            doc = {**doc, "compare": {**cmp, "plot": None if skipped and "empty plot" not in skipped else str(args.plot),
-                                       "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
     try:
-        if args.format == "json":
-            report.write_json(doc, out)
-        elif args.format == "markdown":
-            report.write_markdown(doc, out)
-        elif args.format == "junit":
-            out.write(report.to_junit(doc) + "\n")
-        else:
-            report.write_table(doc, out, all_steps=args.all_steps)
-            if args.compare:
-                out.write("\n" + compare.to_table(cmp) + "\n")
+        docs = []
+        for paths in groups:
+            stores.append(RunStore(args.show_arguments))
+            got = score_files(paths, cases, policy, mapping, args, stores[-1])
+            if isinstance(got, int):
+                return got
+            docs.append(got)
+        _write(args, labels, docs, sys.stdout)
     finally:
         for store in stores:
             store.close()
-    return 1 if doc["summary"]["gate"]["failed_regression_cases"] else 0
+    return 1 if docs[0]["summary"]["gate"]["failed_regression_cases"] else 0
+
+
+def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any]], out: Any) -> None:
+    doc = docs[0]
+    cmp = None
+    if args.compare:
+        cmp = compare.comparison(labels, docs, args.k_max or args.k)
+        skipped = compare.plot(cmp, args.plot)
+        if skipped:
+            _err(f"plot skipped: {skipped}")
+        else:
+            _err(f"plot written to {args.plot}")
+        if args.format == "json":
+            doc = {**doc, "compare": {**cmp, "plot": None if skipped else str(args.plot),
+                                       "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
+    if args.format == "json":
+        report.write_json(doc, out)
+    elif args.format == "markdown":
+        report.write_markdown(doc, out)
+    elif args.format == "junit":
+        out.write(report.to_junit(doc) + "\n")
+    else:
+        report.write_table(doc, out, all_steps=args.all_steps)
+        if cmp is not None:
+            out.write("\n" + compare.to_table(cmp) + "\n")
 
 
 def _labels(args: argparse.Namespace, groups: list[list[str]]) -> list[str] | None:

@@ -81,7 +81,6 @@ def plot(cmp: dict[str, Any], path: str | Path) -> str | None:
         return "matplotlib is not installed (pip install 'otel-agenteval[plot]')"
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     markers = {"regression": "o", "capability": "s"}
-    plotted = 0
     for name, rows in cmp["sets"].items():
         for r in rows:
             x = r["cost_per_success"] if r["cost_per_success"] is not None else r["cost_mean"]
@@ -90,7 +89,6 @@ def plot(cmp: dict[str, Any], path: str | Path) -> str | None:
                 continue
             ax.scatter([x], [y], marker=markers.get(name, "o"), s=60)
             ax.annotate(f"{r['candidate']} ({name})", (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
-            plotted += 1
     ax.set_xlabel("cost per successful run (USD)")
     ax.set_ylabel("pass rate (pass^1)")
     ax.set_ylim(-0.05, 1.05)
@@ -100,4 +98,4 @@ def plot(cmp: dict[str, Any], path: str | Path) -> str | None:
     fig.tight_layout()
     fig.savefig(str(path), format="png", dpi=100)
     plt.close(fig)
-    return None if plotted else "no candidate had runs to plot (empty plot written)"
+    return None
