@@ -98,7 +98,8 @@ class SupportWorld:
     # --- one run --------------------------------------------------------------------------------
     def run(self) -> Run:
         rng = self.rng
-        follow_up = self.conversations and rng.random() < 0.12
+        follow_up = bool(self.conversations) and rng.random() < 0.12
+        write_args: dict[str, Any]
         if follow_up:
             conv, intent, write_args = rng.choice(self.conversations)
             if rng.random() < 0.6:
@@ -107,7 +108,7 @@ class SupportWorld:
             conv = f"conv-{rng.getrandbits(48):012x}"
             intent = rng.choices(("claim", "refund", "address", "status"), (40, 25, 15, 20))[0]
             order = str(rng.randint(10000, 99999))
-            write_args = {
+            write_args = {  # type: ignore[assignment]
                 "claim": {"order_id": order, "reason": rng.choice(("damaged", "missing_item"))},
                 "refund": {"order_id": order, "amount": rng.choice((19.99, 45.0, 120.5))},
                 "address": {"order_id": order, "address": f"{rng.randint(1, 99)} Harbour Road"},

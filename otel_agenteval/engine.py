@@ -158,7 +158,7 @@ class Engine:
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:
         kind = extract.classify(span)
-        item: ToolStep | LLMCall | AgentSpan | None
+        item: ToolStep | LLMCall | AgentSpan | confirmations.Confirmation | None
         if kind is extract.TOOL:
             item = extract.tool_step(span)
         elif kind is extract.LLM:
@@ -181,19 +181,22 @@ class Engine:
         end_ns = span.end_time or 0
         if end_ns > self._now:
             self._now = end_ns
-        root = self._routes.pop(ctx.span_id, None)
-        by_trace = root is None
-        if by_trace:
-            root = self._trace_roots.get(ctx.trace_id)
-            if root is None:
+        routed = self._routes.pop(ctx.span_id, None)
+        by_trace = routed is None
+        if routed is not None:
+            root = routed
+        else:
+            traced = self._trace_roots.get(ctx.trace_id)
+            if traced is None:
                 if ctx.trace_id in self._recent_done:
                     stats["late"] += 1
                     return None
                 if item is None:  # no agent activity seen in this trace: nothing to keep
                     swept = self._maybe_sweep()
                     return None if swept is None else (swept[0], None, swept[1])
-                root = _Root(ctx.trace_id, ctx.trace_id, span.start_time or 0, _service(span))
-                self._trace_roots[ctx.trace_id] = root
+                traced = _Root(ctx.trace_id, ctx.trace_id, span.start_time or 0, _service(span))
+                self._trace_roots[ctx.trace_id] = traced
+            root = traced
         if root.done:
             stats["late"] += 1
             return None

@@ -7,7 +7,7 @@ read at scrape time by :class:`SelfCollector`, so the per-span path does no metr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
@@ -49,7 +49,7 @@ class ToolLabels:
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
-                 rules: dict[str, str] | None = None) -> None:
+                 rules: Mapping[str, str] | None = None) -> None:
         r = REGISTRY if registry is None else registry
         self.registry = r
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
