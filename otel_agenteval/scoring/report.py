@@ -79,18 +79,17 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
     if sum(len(c["runs"]) for c in doc["cases"]) <= PRETTY_UP_TO:
         out.write(json.dumps(doc, indent=2, default=_plain) + "\n")
         return
-    compact = {"separators": (",", ":")}
+    sep = (",", ":")
     out.write('{"cases":[')
     for i, case in enumerate(doc["cases"]):
-        head = json.dumps({k: v for k, v in case.items() if k != "runs"}, **compact)  # type: ignore[arg-type]
+        head = json.dumps({k: v for k, v in case.items() if k != "runs"}, separators=sep)
         out.write(("," if i else "") + head[:-1] + ',"runs":[')
-        out.writelines(("," if j else "") + json.dumps(run, **compact)  # type: ignore[arg-type]
-                       for j, run in enumerate(case["runs"]))
+        out.writelines(("," if j else "") + json.dumps(run, separators=sep) for j, run in enumerate(case["runs"]))
         out.write("]}")
     out.write("]")
     for key, value in doc.items():
         if key != "cases":
-            out.write(f",{json.dumps(key)}:{json.dumps(value, default=_plain, **compact)}")  # type: ignore[arg-type]
+            out.write(f",{json.dumps(key)}:{json.dumps(value, default=_plain, separators=sep)}")
     out.write("}\n")
 
 
