@@ -67,7 +67,6 @@ class Engine:
         rules: Iterable[Rule] | None = None,
         on_violation: Sequence[Sink] = (),
         on_finish: Sequence[FinishSink] = (),
-        on_tool_call: Callable[[str, str, str, bool], None] | None = None,
     ) -> None:
         self.policy = policy
         lim = policy.limits
@@ -89,8 +88,8 @@ class Engine:
         self._confirmation_tools = frozenset(policy.confirmation.tools)
         self._on_violation = tuple(on_violation)
         self._on_finish = tuple(on_finish)
-        self._on_tool_call = on_tool_call
         self._evicted: list[tuple[Trajectory, list[Violation]]] = []
+        self._max_tool_keys = 4 * lim.max_tool_labels * 16  # raw (service, agent, tool, status) keys kept
         self._lock = threading.Lock()
         self._routes: dict[int, _Root] = {}
         self._trace_roots: dict[int, _Root] = {}
@@ -103,19 +102,30 @@ class Engine:
             "spans": {"tool": 0, "llm": 0, "agent": 0, "confirmation": 0, "other": 0},
             "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
             "conversations_evicted": {"capacity": 0, "ttl": 0},
+            "tool_calls": {},  # (service, agent, tool, ok) -> count; read at scrape time
             "late": 0,
             "steps_dropped": 0,
             "routes_dropped": 0,
             "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
         }
+        self._tool_counts: dict[tuple[str, str, str, bool], int] = self.stats["tool_calls"]
+        self._prices: dict[str | None, tuple[float, float]] = {}  # model -> USD per token (in, out)
 
     # --- front door: span start (in process only) ---------------------------------------------
     def start(self, span: Any) -> None:
         parent = span.parent
         ctx = span.context
+        routes = self._routes
+        root = None if parent is None or parent.is_remote else routes.get(parent.span_id)
+        agent = extract.is_agent_at_start(span)
+        if root is not None and not agent:
+            # the common case: a span inside a known run. Dict reads and writes are atomic,
+            # so no lock; an evicted route (bounded map) is counted and the span goes by trace.
+            routes[ctx.span_id] = root
+            if len(routes) > self._max_routes:
+                self._drop_route()
+            return
         with self._lock:
-            root = None if parent is None or parent.is_remote else self._routes.get(parent.span_id)
-            agent = extract.is_agent_at_start(span)
             if root is None or (agent and not root.is_agent):
                 # a local root, or the outermost agent span under a non-agent root
                 root = _Root(ctx.span_id, ctx.trace_id, span.start_time or 0, _service(span))
@@ -127,11 +137,17 @@ class Engine:
                     self._name_at_start(root, span, own=True)
             elif agent:
                 self._name_at_start(root, span, own=False)
-            routes = self._routes
             routes[ctx.span_id] = root
             if len(routes) > self._max_routes:
-                del routes[next(iter(routes))]
-                self.stats["routes_dropped"] += 1
+                self._drop_route()
+
+    def _drop_route(self) -> None:
+        routes = self._routes
+        try:
+            routes.pop(next(iter(routes)), None)
+        except (StopIteration, RuntimeError):  # emptied or resized by another thread meanwhile
+            return
+        self.stats["routes_dropped"] += 1
 
     def _name_at_start(self, root: _Root, span: Any, own: bool) -> None:
         attrs = extract.attributes_of(span)
@@ -157,18 +173,19 @@ class Engine:
 
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:
-        kind = extract.classify(span)
+        attrs = extract.attributes_of(span)
+        kind = extract.classify(span, attrs)
         item: ToolStep | LLMCall | AgentSpan | confirmations.Confirmation | None
-        if kind is extract.TOOL:
-            item = extract.tool_step(span)
-        elif kind is extract.LLM:
-            item = extract.llm_call(span)
-        elif kind is extract.AGENT:
-            item = extract.agent_span(span)
-        elif kind is extract.CONFIRMATION:
-            item = confirmations.from_span(span)
-        else:
+        if kind is None:
             item = None
+        elif kind is extract.TOOL:
+            item = extract.tool_step(span, attrs)
+        elif kind is extract.LLM:
+            item = extract.llm_call(span, attrs)
+        elif kind is extract.AGENT:
+            item = extract.agent_span(span, attrs)
+        else:
+            item = confirmations.from_span(span)
         with self._lock:
             out = self._end_locked(span, kind, item)
         if out is not None:
@@ -193,7 +210,7 @@ class Engine:
                     return None
                 if item is None:  # no agent activity seen in this trace: nothing to keep
                     swept = self._maybe_sweep()
-                    return None if swept is None else (swept[0], None, swept[1])
+                    return swept
                 traced = _Root(ctx.trace_id, ctx.trace_id, span.start_time or 0, _service(span))
                 self._trace_roots[ctx.trace_id] = traced
             root = traced
@@ -204,13 +221,11 @@ class Engine:
             for conf in confirmations.from_events(span):
                 confirmations.keep(self._trajectory(root, span).extra, conf)
         violations: list[Violation] = []
-        tool_call = None
         if item is not None:
             t = self._trajectory(root, span)
             t.last_seen_ns = end_ns
             if kind is extract.TOOL:
                 self._tool(t, item, violations)
-                tool_call = (t.service_name, t.agent_name, item.tool, item.ok)
             elif kind is extract.LLM:
                 self._llm(t, item, violations)
                 if self._needs_content:  # the latest model call's messages, for confirmation/grounding
@@ -237,13 +252,13 @@ class Engine:
                                            is_root=True, outcome=outcome)
             finished = self._finalise(root, "root_end", end_ns, violations)
         swept = self._maybe_sweep()
-        if not violations and tool_call is None and finished is None and swept is None:
+        if not violations and finished is None and swept is None:
             return None
         done = [finished] if finished is not None else []
         if swept is not None:
             violations.extend(swept[0])
             done.extend(swept[1])
-        return violations, tool_call, done
+        return violations, done
 
     # --- assemble -------------------------------------------------------------------------------
     def _trajectory(self, root: _Root, span: Any) -> Trajectory:
@@ -305,16 +320,16 @@ class Engine:
                     continue
                 scope = getattr(rule, "agenteval_tools", None)
                 tools = scope(policy) if scope is not None else None
+                if tools is not None and not tools:
+                    continue  # nothing in this policy for it to look at
                 if kind is ToolStep:
-                    if tools is not None and not tools:
-                        continue  # nothing in this policy for it to look at
                     self._tool_scope.append((rule, tools))
                 chosen.append(rule)
             self._by_event[kind] = tuple(chosen)
         self._per_tool: dict[str, tuple[Rule, ...]] = {}
 
     def _rules_for(self, event: Any) -> tuple[Rule, ...]:
-        if type(event) is not ToolStep:
+        if not isinstance(event, ToolStep):
             return self._by_event[type(event)]
         rules = self._per_tool.get(event.tool)
         if rules is None:
@@ -344,6 +359,9 @@ class Engine:
             self._set_name(t.extra["root"], str(step.agent_name), named=True)
         self._run_rules(step, t, out)
         t.tool_calls += 1
+        counts = self._tool_counts
+        key = (t.service_name, t.agent_name, step.tool if len(counts) < self._max_tool_keys else "other", step.ok)
+        counts[key] = counts.get(key, 0) + 1
         if not step.ok:
             t.tool_errors += 1
         if len(t.steps) < self._max_steps:
@@ -361,7 +379,13 @@ class Engine:
 
     def _llm(self, t: Trajectory, call: LLMCall, out: list[Violation]) -> None:
         self._bind_conversation(t, call.conversation_id)
-        call.cost_usd = llm_cost(self.policy, call.model, call.input_tokens, call.output_tokens)
+        price = self._prices.get(call.model)
+        if price is None:
+            p = self.policy.price_for(call.model)
+            price = (p.input_per_mtok / 1e6, p.output_per_mtok / 1e6) if p is not None else (0.0, 0.0)
+            if len(self._prices) < 1024:
+                self._prices[call.model] = price
+        call.cost_usd = call.input_tokens * price[0] + call.output_tokens * price[1]
         self._run_rules(call, t, out)
         t.llm_calls += 1
         t.input_tokens += call.input_tokens
@@ -478,16 +502,10 @@ class Engine:
             self._trace_roots.clear()
             evicted, self._evicted = self._evicted, []
         for f, found in evicted:
-            self._deliver(found, None, [f])
+            self._deliver(found, [f])
 
     # --- count: sinks, outside the lock ----------------------------------------------------------
-    def _deliver(self, violations: list[Violation], tool_call: tuple[str, str, str, bool] | None,
-                 finished: list[Trajectory]) -> None:
-        if tool_call is not None and self._on_tool_call is not None:
-            try:
-                self._on_tool_call(*tool_call)
-            except Exception:
-                self.stats["errors"]["finish"] += 1
+    def _deliver(self, violations: list[Violation], finished: list[Trajectory]) -> None:
         for v in violations:
             self._log(v)
             for cb in self._on_violation:

@@ -49,9 +49,10 @@ def attributes_of(span: Any) -> Any:
     return span.attributes or _EMPTY
 
 
-def classify(span: Any) -> Kind | None:
+def classify(span: Any, attrs: Any = None) -> Kind | None:
     """What a finished span is, from its attributes; the span name only as a tie-breaker."""
-    attrs = attributes_of(span)
+    if attrs is None:
+        attrs = attributes_of(span)
     if not attrs:
         return None
     op = attrs.get(sc.OPERATION_NAME)
@@ -128,11 +129,14 @@ def _is_error(span: Any, attrs: Any) -> bool:
 
 
 def error_type(span: Any) -> str | None:
-    attrs = attributes_of(span)
+    return _error_type(attributes_of(span), span.events)
+
+
+def _error_type(attrs: Any, events: Any) -> str:
     et = attrs.get(sc.ERROR_TYPE)
     if et:
         return str(et)
-    for ev in span.events or ():
+    for ev in events or ():
         if ev.name == sc.EVENT_EXCEPTION:
             t = (ev.attributes or {}).get("exception.type")
             if t:
@@ -145,8 +149,8 @@ def _conversation(attrs: Any) -> str | None:
     return str(cid) if cid else None
 
 
-def _event_attr(span: Any, event_name: str, key: str) -> Any:
-    for ev in span.events or ():
+def _find_event_attr(events: Any, event_name: str, key: str) -> Any:
+    for ev in events:
         if ev.name == event_name:
             value = (ev.attributes or {}).get(key)
             if value is not None:
@@ -154,8 +158,9 @@ def _event_attr(span: Any, event_name: str, key: str) -> Any:
     return None
 
 
-def tool_name(span: Any) -> str:
-    attrs = attributes_of(span)
+def tool_name(span: Any, attrs: Any = None) -> str:
+    if attrs is None:
+        attrs = attributes_of(span)
     name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
     if name:
         return str(name)
@@ -166,41 +171,79 @@ def tool_name(span: Any) -> str:
     return "unknown"
 
 
-def tool_step(span: Any) -> ToolStep:
-    """A finished tool span as a step. Arguments and results stay raw: parsed only if needed."""
-    attrs = attributes_of(span)
-    ok = not _is_error(span, attrs)
-    args = attrs.get(sc.TOOL_CALL_ARGUMENTS)
-    if args is None:
-        args = attrs.get(sc.OI_INPUT_VALUE)
+class SpanToolStep(ToolStep):
+    """A tool step that reads what rules may never need from its span's attributes, on first use."""
+
+    __slots__ = ("_attrs", "_events")
+
+    def __init__(self, tool: str, start_ns: int, end_ns: int, span_id: int, trace_id: int, ok: bool,
+                 attrs: Any, events: Any) -> None:
+        self.tool = tool
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.span_id = span_id
+        self.trace_id = trace_id
+        self.ok = ok
+        self.index = -1
+        self._args = None
+        self._key = None
+        self._attrs = attrs
+        self._events = events
+
+    @property
+    def raw_arguments(self) -> Any:
+        a = self._attrs
+        args = a.get(sc.TOOL_CALL_ARGUMENTS)
         if args is None:
-            args = attrs.get(sc.LEGACY_TOOL_ARGUMENTS)
-            if args is None and span.events:  # Strands default mode: content only in events
-                args = _event_attr(span, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
-    result = attrs.get(sc.TOOL_CALL_RESULT)
-    if result is None:
-        result = attrs.get(sc.OI_OUTPUT_VALUE)
+            args = a.get(sc.OI_INPUT_VALUE)
+            if args is None:
+                args = a.get(sc.LEGACY_TOOL_ARGUMENTS)
+                if args is None and self._events:  # Strands default mode: content only in events
+                    args = _find_event_attr(self._events, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
+        return args
+
+    @property
+    def raw_result(self) -> Any:
+        a = self._attrs
+        result = a.get(sc.TOOL_CALL_RESULT)
         if result is None:
-            result = attrs.get(sc.LEGACY_TOOL_RESPONSE)
-            if result is None and span.events:
-                result = _event_attr(span, sc.EVENT_CHOICE, sc.EVENT_ATTR_MESSAGE)
-    call_id = attrs.get(sc.TOOL_CALL_ID)
+            result = a.get(sc.OI_OUTPUT_VALUE)
+            if result is None:
+                result = a.get(sc.LEGACY_TOOL_RESPONSE)
+                if result is None and self._events:
+                    result = _find_event_attr(self._events, sc.EVENT_CHOICE, sc.EVENT_ATTR_MESSAGE)
+        return result
+
+    @property
+    def call_id(self) -> str | None:
+        cid = self._attrs.get(sc.TOOL_CALL_ID)
+        return str(cid) if cid else None
+
+    @property
+    def conversation_id(self) -> str | None:
+        return _conversation(self._attrs)
+
+    @property
+    def agent_name(self) -> str | None:
+        name = self._attrs.get(sc.AGENT_NAME)
+        return str(name) if name else None
+
+    @property
+    def approved(self) -> bool:
+        return self._attrs.get(sc.AE_APPROVED) in (True, "true")
+
+    @property
+    def error_type(self) -> str | None:
+        return None if self.ok else _error_type(self._attrs, self._events)
+
+
+def tool_step(span: Any, attrs: Any = None) -> ToolStep:
+    """A finished tool span as a step. Arguments and results stay in the span: read if needed."""
+    if attrs is None:
+        attrs = attributes_of(span)
     ctx = span.context
-    return ToolStep(
-        tool=tool_name(span),
-        start_ns=span.start_time or 0,
-        end_ns=span.end_time or 0,
-        span_id=ctx.span_id,
-        trace_id=ctx.trace_id,
-        ok=ok,
-        error_type=None if ok else error_type(span),
-        call_id=str(call_id) if call_id else None,
-        raw_arguments=args,
-        raw_result=result,
-        conversation_id=_conversation(attrs),
-        agent_name=attrs.get(sc.AGENT_NAME),
-        approved=attrs.get(sc.AE_APPROVED) in (True, "true"),
-    )
+    return SpanToolStep(tool_name(span, attrs), span.start_time or 0, span.end_time or 0, ctx.span_id,
+                        ctx.trace_id, not _is_error(span, attrs), attrs, span.events)
 
 
 def _int(value: Any) -> int:
@@ -212,9 +255,10 @@ def _int(value: Any) -> int:
     return max(0, n)
 
 
-def llm_call(span: Any) -> LLMCall:
+def llm_call(span: Any, attrs: Any = None) -> LLMCall:
     """A finished model-call span. Tokens are counted here and only here."""
-    attrs = attributes_of(span)
+    if attrs is None:
+        attrs = attributes_of(span)
     inp = attrs.get(sc.USAGE_INPUT_TOKENS)
     if inp is None:
         inp = attrs.get(sc.USAGE_PROMPT_TOKENS)
@@ -227,23 +271,26 @@ def llm_call(span: Any) -> LLMCall:
             out = attrs.get(sc.OI_COMPLETION_TOKENS)
     model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get(sc.OI_MODEL_NAME)
     ctx = span.context
+    cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
+    agent = attrs.get(sc.AGENT_NAME)
     return LLMCall(
-        model=str(model) if model else None,
-        input_tokens=_int(inp),
-        output_tokens=_int(out),
-        start_ns=span.start_time or 0,
-        end_ns=span.end_time or 0,
-        span_id=ctx.span_id,
-        trace_id=ctx.trace_id,
-        ok=span.status.status_code is not StatusCode.ERROR,
-        conversation_id=_conversation(attrs),
-        agent_name=attrs.get(sc.AGENT_NAME),
+        model if type(model) is str else (str(model) if model else None),
+        inp if type(inp) is int and inp >= 0 else _int(inp),
+        out if type(out) is int and out >= 0 else _int(out),
+        span.start_time or 0,
+        span.end_time or 0,
+        ctx.span_id,
+        ctx.trace_id,
+        span.status.status_code is not StatusCode.ERROR,
+        str(cid) if cid else None,
+        agent if type(agent) is str or agent is None else str(agent),
     )
 
 
-def agent_span(span: Any) -> AgentSpan:
+def agent_span(span: Any, attrs: Any = None) -> AgentSpan:
     """A finished agent span: name, conversation, outcome, and aggregated totals (fallback only)."""
-    attrs = attributes_of(span)
+    if attrs is None:
+        attrs = attributes_of(span)
     name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
     inp = attrs.get(sc.AGG_INPUT_TOKENS)
     if inp is None:

@@ -66,8 +66,6 @@ class Metrics:
                               (*AGENT_LABELS, "outcome"), buckets=COST_BUCKETS, registry=r)
         self.tokens = Counter("agenteval_tokens", "Model tokens, from LLM spans (agent totals only as fallback).",
                               (*AGENT_LABELS, "type"), registry=r)
-        self.tool_calls = Counter("agenteval_tool_calls", "Tool calls, as each tool span ends.",
-                                  (*AGENT_LABELS, "tool", "status"), registry=r)
         self.violations = Counter("agenteval_violations", "Broken invariants, as the offending step ends.",
                                   (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
@@ -104,13 +102,17 @@ class Metrics:
             self._agents[key] = series
         return series
 
-    def tool_call(self, service: str, agent: str, tool: str, ok: bool) -> None:
-        key = (service, agent, tool, ok)
-        child = self._tools.get(key)
-        if child is None:
-            child = self.tool_calls.labels(service, agent, self.tool_label(tool), "ok" if ok else "error")
-            self._tools[key] = child
-        child.inc()
+    def tool_calls(self, counts: dict[tuple[str, str, str, bool], int]) -> Metric:
+        """``agenteval_tool_calls_total`` from the engine's plain counts (kept off the hot path)."""
+        family = CounterMetricFamily("agenteval_tool_calls", "Tool calls, as each tool span ends.",
+                                     labels=(*AGENT_LABELS, "tool", "status"))
+        summed: dict[tuple[str, str, str, str], int] = {}
+        for (service, agent, tool, ok), n in list(counts.items()):
+            key = (service, agent, self.tool_label(tool), "ok" if ok else "error")
+            summed[key] = summed.get(key, 0) + n
+        for labels, n in sorted(summed.items()):
+            family.add_metric(labels, n)
+        return family
 
     def violation(self, v: Violation) -> None:
         self._agent(v.service_name, v.agent)
@@ -141,14 +143,17 @@ class Metrics:
 class SelfCollector(Collector):
     """The monitor's own health, read from the engine's plain counters at scrape time."""
 
-    def __init__(self, stats: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, stats: Callable[[], dict[str, Any]], metrics: Metrics | None = None) -> None:
         self._stats = stats
+        self._metrics = metrics
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterable[Metric]:
         s = self._stats()
+        if self._metrics is not None:
+            yield self._metrics.tool_calls(s["tool_calls"])
         spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
         for kind, n in sorted(s["spans"].items()):
             spans.add_metric((kind,), n)

@@ -56,10 +56,9 @@ class TrajectoryProcessor(SpanProcessor):
             rules=rules,
             on_violation=(self.metrics.violation, *on_violation),
             on_finish=(finished,),
-            on_tool_call=self.metrics.tool_call,
         )
         self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
-        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats))
+        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:

@@ -56,26 +56,65 @@ def short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
 
 
-@dataclass(slots=True)
-class ToolStep:
-    """One tool call, as read from a finished tool span."""
+_FIELDS = ("tool", "start_ns", "end_ns", "span_id", "trace_id", "ok", "error_type", "call_id", "raw_arguments",
+           "raw_result", "conversation_id", "agent_name", "approved", "index")
 
-    tool: str
-    start_ns: int
-    end_ns: int
-    span_id: int
-    trace_id: int
-    ok: bool = True
-    error_type: str | None = None
-    call_id: str | None = None
-    raw_arguments: Any = None
-    raw_result: Any = None
-    conversation_id: str | None = None
-    agent_name: str | None = None
-    approved: bool = False  # agenteval.approved=true on the tool span
-    index: int = -1  # position in the trajectory, set when appended
-    _args: dict[str, Any] | None = None
-    _key: str | None = None
+
+class ToolStep:
+    """One tool call, as read from a finished tool span.
+
+    Built with every field given (replay, scoring, tests), or by the extractor from a span's
+    attributes, in which case the fields a rule may never need (arguments, result, call id,
+    conversation, error type) are read from those attributes only on first use.
+    """
+
+    __slots__ = ("tool", "start_ns", "end_ns", "span_id", "trace_id", "ok", "index", "_given", "_args", "_key")
+
+    def __init__(self, tool: str, start_ns: int, end_ns: int, span_id: int, trace_id: int, ok: bool = True,
+                 error_type: str | None = None, call_id: str | None = None, raw_arguments: Any = None,
+                 raw_result: Any = None, conversation_id: str | None = None, agent_name: str | None = None,
+                 approved: bool = False, index: int = -1) -> None:
+        self.tool = tool
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.span_id = span_id
+        self.trace_id = trace_id
+        self.ok = ok
+        self.index = index  # position in the trajectory, set when appended
+        self._given: dict[str, Any] = {
+            "error_type": error_type, "call_id": call_id, "raw_arguments": raw_arguments, "raw_result": raw_result,
+            "conversation_id": conversation_id, "agent_name": agent_name, "approved": approved}
+        self._args: dict[str, Any] | None = None
+        self._key: str | None = None
+
+    # fields read lazily by subclasses; given ones here
+    @property
+    def error_type(self) -> str | None:
+        return self._given["error_type"]  # type: ignore[no-any-return]
+
+    @property
+    def call_id(self) -> str | None:
+        return self._given["call_id"]  # type: ignore[no-any-return]
+
+    @property
+    def raw_arguments(self) -> Any:
+        return self._given["raw_arguments"]
+
+    @property
+    def raw_result(self) -> Any:
+        return self._given["raw_result"]
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self._given["conversation_id"]  # type: ignore[no-any-return]
+
+    @property
+    def agent_name(self) -> str | None:
+        return self._given["agent_name"]  # type: ignore[no-any-return]
+
+    @property
+    def approved(self) -> bool:
+        return bool(self._given["approved"])
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -97,6 +136,19 @@ class ToolStep:
     @property
     def duration_s(self) -> float:
         return max(0, self.end_ns - self.start_ns) / 1e9
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f) for f in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolStep):
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "ToolStep(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
 
 
 @dataclass(slots=True)

@@ -81,8 +81,9 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
-    ``tools(policy)`` returns the tool names, or ``None`` for every tool. A rule without
-    this declaration is called for every event.
+    ``tools(policy)`` returns the tool names, or ``None`` for every tool; an empty set means the
+    policy gives the rule nothing to check, and it is not called at all. A rule without this
+    declaration is called for every event.
     """
 
     def mark(rule: Rule) -> Rule:
