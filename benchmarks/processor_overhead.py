@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import io
 import json
@@ -291,6 +292,24 @@ def profile_alone(runs: int, top: int) -> str:
     return buf.getvalue()
 
 
+def callgrind_arm(name: str, runs: int) -> None:
+    """Run one arm for valgrind: ``runs`` warm-up runs, then ``runs`` runs inside ``functools.reduce``,
+    the function to toggle collection on (``--collect-atstart=no --toggle-collect=functools_reduce``)."""
+    extra = {"baseline": None, "empty": EmptyProcessor(), "agenteval": make_processor()}[name]
+    arm = Arm(name, extra)
+    for run in range(runs):
+        agent_run(arm.tracer, run)
+    arm.bsp.force_flush()
+    gc.collect()
+
+    def measured(_: Any, __: Any) -> None:
+        for run in range(runs, 2 * runs):
+            agent_run(arm.tracer, run)
+
+    functools.reduce(measured, [0], None)
+    arm.shutdown()
+
+
 # --- report ---------------------------------------------------------------------------------------
 def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], args: argparse.Namespace,
               seconds: float) -> dict[str, Any]:
@@ -346,7 +365,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gc-off", action="store_true", help="disable the garbage collector during rounds")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--profile", action="store_true", help="also cProfile the processor alone and print the top functions")
+    p.add_argument("--callgrind-arm", choices=("baseline", "empty", "agenteval"),
+                   help="only run this arm for valgrind's instruction count (see benchmarks/README.md)")
     args = p.parse_args(argv)
+    if args.callgrind_arm:
+        callgrind_arm(args.callgrind_arm, args.runs_per_round)
+        return 0
     if args.rounds < 2 or args.runs_per_round < 1 or args.warmup < 0:
         p.error("--rounds must be >= 2, --runs-per-round >= 1, --warmup >= 0")
     t0 = time.perf_counter()
