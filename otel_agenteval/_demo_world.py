@@ -60,6 +60,7 @@ class SupportWorld:
         self.clock = start_ns
         self.conversations: list[tuple[str, str, dict[str, Any]]] = []  # (id, intent, write args)
         self.n = 0
+        self.trials: dict[str, int] = {}  # per intent: runs are trials of a case (agenteval.case.id)
 
     # --- time ---------------------------------------------------------------------------------
     def _advance(self, lo: float, hi: float) -> int:
@@ -120,9 +121,11 @@ class SupportWorld:
         agent = "returns" if intent == "refund" else "support"
         model = rng.choice(MODELS)
         result = Run(agent=agent, intent=intent)
+        trial = self.trials[intent] = self.trials.get(intent, 0) + 1
         root = self.tracer.start_span(f"invoke_agent {agent}", start_time=self.clock, attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-            "gen_ai.conversation.id": conv, "gen_ai.request.model": model})
+            "gen_ai.conversation.id": conv, "gen_ai.request.model": model,
+            "agenteval.case.id": f"{intent}-{'follow-up' if follow_up else 'new'}", "agenteval.trial": trial})
         ctx = trace.set_span_in_context(root)
         turn = 0
         crashed = False

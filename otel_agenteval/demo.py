@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table", help="summary format")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--verbose", "-v", action="store_true", help="log each violation to stderr as it is found")
+    p.add_argument("--traces-out", metavar="FILE",
+                   help="also record the spans as OTLP JSON lines (.gz ok), for `replay` and `score`")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +57,17 @@ def run(args: argparse.Namespace) -> int:
                                     on_trajectory=[summary.add_trajectory])
     provider = TracerProvider(resource=Resource.create({"service.name": args.service_name}))
     provider.add_span_processor(processor)
+    if args.traces_out:
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        from .replay.write import OTLPJsonLinesExporter
+
+        try:
+            provider.add_span_processor(BatchSpanProcessor(OTLPJsonLinesExporter(args.traces_out),
+                                                           max_queue_size=65536, max_export_batch_size=512))
+        except OSError as exc:
+            print(f"demo: cannot write {args.traces_out}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     tracer = provider.get_tracer("otel_agenteval.demo")
     if not args.no_serve:
         from .exposition import serve
