@@ -7,13 +7,15 @@ read at scrape time by :class:`SelfCollector`, so the per-span path does no metr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ._series import PlainCollector, PlainCounter, PlainHistogram
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory
 from .violation import Violation
@@ -54,53 +56,55 @@ class Metrics:
         self.registry = r
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
         self._rules = dict(KNOWN_RULES) if rules is None else rules
-        self.trajectories = Counter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
-                                    (*AGENT_LABELS, "outcome"), registry=r)
-        self.steps = Histogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
-                               AGENT_LABELS, buckets=STEP_BUCKETS, registry=r)
-        self.llm_calls = Histogram("agenteval_trajectory_llm_calls", "LLM calls per finished trajectory.",
-                                   AGENT_LABELS, buckets=STEP_BUCKETS, registry=r)
-        self.duration = Histogram("agenteval_trajectory_duration_seconds", "Wall time of finished trajectories.",
-                                  (*AGENT_LABELS, "outcome"), buckets=DURATION_BUCKETS, registry=r)
-        self.cost = Histogram("agenteval_trajectory_cost_usd", "Model cost of finished trajectories in USD.",
-                              (*AGENT_LABELS, "outcome"), buckets=COST_BUCKETS, registry=r)
-        self.tokens = Counter("agenteval_tokens", "Model tokens, from LLM spans (agent totals only as fallback).",
-                              (*AGENT_LABELS, "type"), registry=r)
+        self._lock = threading.Lock()
+        self.trajectories = PlainCounter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
+                                         (*AGENT_LABELS, "outcome"))
+        self.steps = PlainHistogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
+                                    AGENT_LABELS, STEP_BUCKETS)
+        self.llm_calls = PlainHistogram("agenteval_trajectory_llm_calls", "LLM calls per finished trajectory.",
+                                        AGENT_LABELS, STEP_BUCKETS)
+        self.duration = PlainHistogram("agenteval_trajectory_duration_seconds", "Wall time of finished trajectories.",
+                                       (*AGENT_LABELS, "outcome"), DURATION_BUCKETS)
+        self.cost = PlainHistogram("agenteval_trajectory_cost_usd", "Model cost of finished trajectories in USD.",
+                                   (*AGENT_LABELS, "outcome"), COST_BUCKETS)
+        self.tokens = PlainCounter("agenteval_tokens", "Model tokens, from LLM spans (agent totals only as fallback).",
+                                   (*AGENT_LABELS, "type"))
+        self.with_tool_errors = PlainCounter(
+            "agenteval_trajectories_with_tool_errors",
+            "Finished trajectories with at least one failed tool call, by outcome (success = recovered).",
+            (*AGENT_LABELS, "outcome"))
+        self.redundant = PlainCounter("agenteval_redundant_calls",
+                                      "Non-write tool calls repeating an identical call in the same trajectory.",
+                                      (*AGENT_LABELS, "tool"))
+        r.register(PlainCollector((self.trajectories, self.steps, self.llm_calls, self.duration, self.cost,
+                                   self.tokens, self.with_tool_errors, self.redundant), self._lock))
         self.violations = Counter("agenteval_violations", "Broken invariants, as the offending step ends.",
                                   (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
                                        (*AGENT_LABELS, "budget"), registry=r)
-        self.with_tool_errors = Counter(
-            "agenteval_trajectories_with_tool_errors",
-            "Finished trajectories with at least one failed tool call, by outcome (success = recovered).",
-            (*AGENT_LABELS, "outcome"), registry=r)
-        self.redundant = Counter("agenteval_redundant_calls",
-                                 "Non-write tool calls repeating an identical call in the same trajectory.",
-                                 (*AGENT_LABELS, "tool"), registry=r)
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
-        self._agents: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._agents: dict[tuple[str, str], bool] = {}
         self._tools: dict[tuple[str, str, str, bool], Any] = {}
 
     # --- per-agent children, bound once ---------------------------------------------------------
-    def _agent(self, service: str, agent: str) -> tuple[Any, ...]:
+    def _agent(self, service: str, agent: str) -> None:
+        """Series known in advance for an agent, exported at 0 from its first sight."""
         key = (service, agent)
-        series = self._agents.get(key)
-        if series is None:
-            series = (
-                self.steps.labels(service, agent),
-                self.llm_calls.labels(service, agent),
-                self.tokens.labels(service, agent, "input"),
-                self.tokens.labels(service, agent, "output"),
-            )
+        if key in self._agents:
+            return
+        with self._lock:
+            self.steps.touch(key)
+            self.llm_calls.touch(key)
             for outcome in OUTCOMES:
-                self.trajectories.labels(service, agent, outcome)
-                self.with_tool_errors.labels(service, agent, outcome)
-            for rule, severity in self._rules.items():
-                self.violations.labels(service, agent, rule, "", severity)
-            for budget in BUDGETS:
-                self.budget_breaches.labels(service, agent, budget)
-            self._agents[key] = series
-        return series
+                self.trajectories.touch((service, agent, outcome))
+                self.with_tool_errors.touch((service, agent, outcome))
+            self.tokens.touch((service, agent, "input"))
+            self.tokens.touch((service, agent, "output"))
+        for rule, severity in self._rules.items():
+            self.violations.labels(service, agent, rule, "", severity)
+        for budget in BUDGETS:
+            self.budget_breaches.labels(service, agent, budget)
+        self._agents[key] = True
 
     def tool_calls(self, counts: dict[tuple[str, str, str, bool], int]) -> Metric:
         """``agenteval_tool_calls_total`` from the engine's plain counts (kept off the hot path)."""
@@ -123,21 +127,24 @@ class Metrics:
 
     def finished(self, t: Trajectory, redundant: Iterable[str]) -> None:
         service, agent, outcome = t.service_name, t.agent_name, t.outcome
-        steps, llm, tok_in, tok_out = self._agent(service, agent)
-        exemplar = {"trace_id": t.trace_hex}
-        steps.observe(t.tool_calls, exemplar)
-        llm.observe(t.llm_calls, exemplar)
-        if t.input_tokens:
-            tok_in.inc(t.input_tokens)
-        if t.output_tokens:
-            tok_out.inc(t.output_tokens)
-        self.trajectories.labels(service, agent, outcome).inc()
-        if t.tool_errors:
-            self.with_tool_errors.labels(service, agent, outcome).inc()
-        self.duration.labels(service, agent, outcome).observe(t.duration_s, exemplar)
-        self.cost.labels(service, agent, outcome).observe(t.cost_usd, exemplar)
-        for tool in redundant:
-            self.redundant.labels(service, agent, self.tool_label(tool)).inc()
+        if (service, agent) not in self._agents:
+            self._agent(service, agent)
+        trace = t.trace_hex
+        key, okey = (service, agent), (service, agent, outcome)
+        with self._lock:
+            self.steps.observe(key, t.tool_calls, trace)
+            self.llm_calls.observe(key, t.llm_calls, trace)
+            self.duration.observe(okey, t.duration_s, trace)
+            self.cost.observe(okey, t.cost_usd, trace)
+            self.trajectories.inc(okey)
+            if t.input_tokens:
+                self.tokens.inc((service, agent, "input"), t.input_tokens)
+            if t.output_tokens:
+                self.tokens.inc((service, agent, "output"), t.output_tokens)
+            if t.tool_errors:
+                self.with_tool_errors.inc(okey)
+            for tool in redundant:
+                self.redundant.inc((service, agent, self.tool_label(tool)))
 
 
 class SelfCollector(Collector):
