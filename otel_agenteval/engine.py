@@ -60,6 +60,13 @@ def _is_local_root(span: Any) -> bool:
 
 
 class Engine:
+    # slots: CPython 3.11 reads attributes of an object with 30+ of them in __dict__ more slowly
+    __slots__ = ("policy", "stats", "_by_event", "_confirmation_tools", "_conv_ttl_ns", "_conversations", "_disabled",
+                 "_evicted", "_late_memory", "_lock", "_max_conv", "_max_open", "_max_routes", "_max_steps",
+                 "_max_tool_keys", "_needs_confirmations", "_needs_content", "_next_sweep", "_now", "_on_finish",
+                 "_on_violation", "_open", "_per_tool", "_prices", "_recent_done", "_routes", "_rules",
+                 "_tool_counts", "_tool_scope", "_trace_roots", "_ttl_ns")
+
     def __init__(
         self,
         policy: Policy,

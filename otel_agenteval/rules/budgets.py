@@ -7,6 +7,15 @@ from ..trajectory import LLMCall, ToolStep
 from ..violation import Violation
 
 
+def _breach(check: Check, out: list[Violation], fired: set[str], budget: str, used: float, limit: float,
+            step: ToolStep | LLMCall | None) -> None:
+    if budget in fired:
+        return
+    fired.add(budget)
+    out.append(check.violation("budget_breach", "warning", f"{budget} budget exceeded: {used:g} > {limit:g}", step,
+                               budget=budget, used=used, limit=limit))
+
+
 @applies_to(ALL_EVENTS, lambda p: None if any(a.budget != type(a.budget)() for a in p.agents.values()) else frozenset())
 def budget_breach(event: Event, check: Check) -> list[Violation] | None:
     """Fires at the event that crosses a budget. Counts include ``event`` itself."""
@@ -17,41 +26,25 @@ def budget_breach(event: Event, check: Check) -> list[Violation] | None:
     out: list[Violation] = []
     fired = t.budgets_fired
 
-    def breach(budget: str, used: float, limit: float, step: ToolStep | LLMCall | None) -> None:
-        if budget in fired:
-            return
-        fired.add(budget)
-        out.append(
-            check.violation(
-                "budget_breach",
-                "warning",
-                f"{budget} budget exceeded: {used:g} > {limit:g}",
-                step,
-                budget=budget,
-                used=used,
-                limit=limit,
-            )
-        )
-
     if isinstance(event, ToolStep):
         if b.max_steps is not None and t.tool_calls + 1 > b.max_steps:
-            breach("steps", t.tool_calls + 1, b.max_steps, event)
+            _breach(check, out, fired, "steps", t.tool_calls + 1, b.max_steps, event)
         if b.max_repeats is not None:  # loop guard: the same call over and over
             seen: dict[tuple[str, str], int] = t.extra.setdefault("repeats", {})
             n = seen[event.call_key] = seen.get(event.call_key, 0) + 1
             if n > b.max_repeats:
-                breach("repeats", n, b.max_repeats, event)
+                _breach(check, out, fired, "repeats", n, b.max_repeats, event)
         end_ns = event.end_ns
     elif isinstance(event, LLMCall):
         if b.max_llm_calls is not None and t.llm_calls + 1 > b.max_llm_calls:
-            breach("llm_calls", t.llm_calls + 1, b.max_llm_calls, event)
+            _breach(check, out, fired, "llm_calls", t.llm_calls + 1, b.max_llm_calls, event)
         tokens = t.input_tokens + t.output_tokens + event.input_tokens + event.output_tokens
         if b.max_tokens is not None and tokens > b.max_tokens:
-            breach("tokens", tokens, b.max_tokens, event)
+            _breach(check, out, fired, "tokens", tokens, b.max_tokens, event)
         if b.max_cost_usd is not None:
             cost = t.cost_usd + event.cost_usd
             if cost > b.max_cost_usd:
-                breach("cost", round(cost, 6), b.max_cost_usd, event)
+                _breach(check, out, fired, "cost", round(cost, 6), b.max_cost_usd, event)
         end_ns = event.end_ns
     else:
         assert isinstance(event, Finish)
@@ -59,12 +52,12 @@ def budget_breach(event: Event, check: Check) -> list[Violation] | None:
         if b.max_tokens is not None and t.llm_calls == 0 and t.root is not None:
             tokens = t.input_tokens + t.output_tokens
             if tokens > b.max_tokens:
-                breach("tokens", tokens, b.max_tokens, None)
+                _breach(check, out, fired, "tokens", tokens, b.max_tokens, None)
         if b.max_cost_usd is not None and t.cost_usd > b.max_cost_usd:
-            breach("cost", round(t.cost_usd, 6), b.max_cost_usd, None)
+            _breach(check, out, fired, "cost", round(t.cost_usd, 6), b.max_cost_usd, None)
     if b.max_duration_s is not None:
         elapsed = max(0, end_ns - t.started_ns) / 1e9
         if elapsed > b.max_duration_s:
             step = event if not isinstance(event, Finish) else None
-            breach("duration", round(elapsed, 3), b.max_duration_s, step)
+            _breach(check, out, fired, "duration", round(elapsed, 3), b.max_duration_s, step)
     return out or None
