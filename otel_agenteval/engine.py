@@ -19,7 +19,7 @@ from . import _semconv as sc
 from . import confirmations, extract
 from .cost import llm_cost
 from .policy import Policy, PolicyError
-from .rules import EMITTED_BY, Check, Finish, Rule, builtin_rules
+from .rules import Check, Finish, Rule, builtin_rules
 from .trajectory import AgentSpan, Conversation, LLMCall, ToolStep, Trajectory, short_hash
 from .violation import Violation
 
@@ -32,8 +32,18 @@ FinishSink = Callable[[Trajectory, list[str]], None]
 class _Root:
     """Where a span's trajectory lives: keyed by the outermost agent span (or local root)."""
 
-    __slots__ = ("key", "trace_id", "start_ns", "service", "agent_name", "named", "traj", "done", "attributes",
-                 "is_agent")
+    __slots__ = (
+        "agent_name",
+        "attributes",
+        "done",
+        "is_agent",
+        "key",
+        "named",
+        "service",
+        "start_ns",
+        "trace_id",
+        "traj",
+    )
 
     def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
         self.key = key
@@ -61,11 +71,39 @@ def _is_local_root(span: Any) -> bool:
 
 class Engine:
     # slots: CPython 3.11 reads attributes of an object with 30+ of them in __dict__ more slowly
-    __slots__ = ("policy", "stats", "_by_event", "_confirmation_tools", "_conv_ttl_ns", "_conversations", "_disabled",
-                 "_evicted", "_late_memory", "_lock", "_max_conv", "_max_open", "_max_routes", "_max_steps",
-                 "_max_tool_keys", "_needs_confirmations", "_needs_content", "_next_sweep", "_now", "_on_finish",
-                 "_on_violation", "_open", "_per_tool", "_prices", "_recent_done", "_routes", "_rules",
-                 "_tool_counts", "_tool_scope", "_trace_roots", "_ttl_ns")
+    __slots__ = (
+        "_by_event",
+        "_confirmation_tools",
+        "_conv_ttl_ns",
+        "_conversations",
+        "_disabled",
+        "_evicted",
+        "_late_memory",
+        "_lock",
+        "_max_conv",
+        "_max_open",
+        "_max_routes",
+        "_max_steps",
+        "_max_tool_keys",
+        "_needs_confirmations",
+        "_needs_content",
+        "_next_sweep",
+        "_now",
+        "_on_finish",
+        "_on_violation",
+        "_open",
+        "_per_tool",
+        "_prices",
+        "_recent_done",
+        "_routes",
+        "_rules",
+        "_tool_counts",
+        "_tool_scope",
+        "_trace_roots",
+        "_ttl_ns",
+        "policy",
+        "stats",
+    )
 
     def __init__(
         self,
@@ -203,8 +241,7 @@ class Engine:
         stats["spans"][kind or "other"] += 1
         ctx = span.context
         end_ns = span.end_time or 0
-        if end_ns > self._now:
-            self._now = end_ns
+        self._now = max(self._now, end_ns)
         routed = self._routes.pop(ctx.span_id, None)
         by_trace = routed is None
         if routed is not None:
@@ -413,8 +450,7 @@ class Engine:
         if t is None:
             return None
         self._open.pop(t.key, None)
-        if t.last_seen_ns < end_ns:
-            t.last_seen_ns = end_ns
+        t.last_seen_ns = max(t.last_seen_ns, end_ns)
         r = t.root
         if t.llm_calls == 0 and r is not None and (r.input_tokens or r.output_tokens):
             t.input_tokens, t.output_tokens = r.input_tokens, r.output_tokens

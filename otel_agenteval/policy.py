@@ -17,13 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 Severity = Literal["critical", "warning", "info"]
 
 
-class PolicyError(ValueError):
-    """A policy that cannot be loaded; ``errors`` holds one ``path: message`` line each."""
+class ConfigError(ValueError):
+    """A configuration file that cannot be loaded; ``errors`` holds one ``path: message`` line each."""
+
+    what = "invalid configuration"
 
     def __init__(self, source: str, errors: list[str]) -> None:
         self.source = source
         self.errors = errors
-        super().__init__(f"{source}: invalid policy\n" + "\n".join(f"  {e}" for e in errors))
+        super().__init__(f"{source}: {self.what}\n" + "\n".join(f"  {e}" for e in errors))
+
+
+class PolicyError(ConfigError):
+    what = "invalid policy"
 
 
 class _Model(BaseModel):

@@ -68,7 +68,7 @@ class ToolStep:
     conversation, error type) are read from those attributes only on first use.
     """
 
-    __slots__ = ("tool", "start_ns", "end_ns", "span_id", "trace_id", "ok", "index", "_given", "_args", "_key")
+    __slots__ = ("_args", "_given", "_key", "end_ns", "index", "ok", "span_id", "start_ns", "tool", "trace_id")
 
     def __init__(self, tool: str, start_ns: int, end_ns: int, span_id: int, trace_id: int, ok: bool = True,
                  error_type: str | None = None, call_id: str | None = None, raw_arguments: Any = None,

@@ -6,7 +6,6 @@ order and writes them the way the tool that makes such files does.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 from collections.abc import Sequence
@@ -17,21 +16,11 @@ from google.protobuf.json_format import MessageToJson
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
-_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+from otel_agenteval.replay.write import _hex_ids
 
 
 def _batches(spans: Sequence[ReadableSpan], batch: int) -> list[Sequence[ReadableSpan]]:
     return [spans[i:i + batch] for i in range(0, len(spans), batch)]
-
-
-def _hex_ids(doc: Any) -> Any:
-    """protobuf's JSON mapping writes bytes as base64; OTLP/JSON (the Collector) writes hex."""
-    if isinstance(doc, dict):
-        return {k: (base64.b64decode(v).hex() if k in _ID_FIELDS and isinstance(v, str) else _hex_ids(v))
-                for k, v in doc.items()}
-    if isinstance(doc, list):
-        return [_hex_ids(v) for v in doc]
-    return doc
 
 
 def _write(path: Path, data: bytes) -> Path:

@@ -33,7 +33,7 @@ Event = Union[ToolStep, LLMCall, Finish]
 class Check:
     """What a rule sees: the trajectory so far, its conversation, the policy."""
 
-    __slots__ = ("trajectory", "policy", "budget", "has_budget")
+    __slots__ = ("budget", "has_budget", "policy", "trajectory")
 
     def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
         self.trajectory = trajectory
@@ -71,7 +71,7 @@ class Check:
         )
 
 
-Rule = Callable[[Event, Check], Union[Iterable[Violation], None]]
+Rule = Callable[[Event, Check], Iterable[Violation] | None]
 
 ALL_EVENTS = (ToolStep, LLMCall, Finish)
 
@@ -132,4 +132,4 @@ KNOWN_RULES: dict[str, Severity] = {
 # Which rule function emits a name (to switch off `write_retried_after_error` alone, say).
 EMITTED_BY = {"write_retried_after_error": "duplicate_write"}
 
-__all__ = ["Check", "Event", "Finish", "KNOWN_RULES", "Rule", "applies_to", "builtin_rules"]
+__all__ = ["KNOWN_RULES", "Check", "Event", "Finish", "Rule", "applies_to", "builtin_rules"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import structlog
 
-from . import Check, Event, applies_to
 from ..content import messages_of, shows_value
 from ..extract import result_text
 from ..trajectory import ToolStep
 from ..violation import Violation
+from . import Check, Event, applies_to
 
 log = structlog.get_logger("otel_agenteval")
 _warned = False

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from . import Check, Event, applies_to
 from ..confirmations import _compare
 from ..extract import result_text
 from ..trajectory import ToolStep
 from ..violation import Violation
+from . import Check, Event, applies_to
 
 _REGEX: dict[str, re.Pattern[str]] = {}
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from . import Check, Event, applies_to
 from ..trajectory import ToolStep
 from ..violation import Violation
+from . import Check, Event, applies_to
 
 
 @applies_to((ToolStep,), lambda p: p.write_tools)

@@ -19,20 +19,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..policy import _error_lines, _with_line
+from ..policy import ConfigError, _error_lines, _with_line
 from .normalise import ArgumentRule, build
 
 Order = Literal["exact", "in_order", "any_order", "superset", "unordered", "subset"]
 CaseSet = Literal["capability", "regression"]
 
 
-class CasesError(ValueError):
-    """A cases file that cannot be loaded; ``errors`` holds one ``path: message`` line each."""
-
-    def __init__(self, source: str, errors: list[str]) -> None:
-        self.source = source
-        self.errors = errors
-        super().__init__(f"{source}: invalid cases file\n" + "\n".join(f"  {e}" for e in errors))
+class CasesError(ConfigError):
+    what = "invalid cases file"
 
 
 class _Model(BaseModel):
