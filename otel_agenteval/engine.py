@@ -101,6 +101,8 @@ class Engine:
         "_tool_scope",
         "_trace_roots",
         "_ttl_ns",
+        "_llm_rules",
+        "_writes",
         "policy",
         "stats",
     )
@@ -219,7 +221,8 @@ class Engine:
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:
         attrs = extract.attributes_of(span)
-        kind = extract.classify(span, attrs)
+        op = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
+        kind = extract.OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
         item: ToolStep | LLMCall | AgentSpan | confirmations.Confirmation | None
         if kind is None:
             item = None
@@ -266,7 +269,11 @@ class Engine:
                 confirmations.keep(self._trajectory(root, span).extra, conf)
         violations: list[Violation] = []
         if item is not None:
-            t = self._trajectory(root, span)
+            t = root.traj
+            if t is None:
+                t = self._trajectory(root, span)
+            else:
+                self._open.move_to_end(root.key)
             t.last_seen_ns = end_ns
             if kind is extract.TOOL:
                 self._tool(t, item, violations)
@@ -295,7 +302,7 @@ class Engine:
                                            start_ns=span.start_time or 0, end_ns=end_ns, ok=ok,
                                            is_root=True, outcome=outcome)
             finished = self._finalise(root, "root_end", end_ns, violations)
-        swept = self._maybe_sweep()
+        swept = self._maybe_sweep() if self._now >= self._next_sweep or self._evicted else None
         if not violations and finished is None and swept is None:
             return None
         done = [finished] if finished is not None else []
@@ -371,6 +378,8 @@ class Engine:
                 chosen.append(rule)
             self._by_event[kind] = tuple(chosen)
         self._per_tool: dict[str, tuple[Rule, ...]] = {}
+        self._llm_rules = self._by_event[LLMCall]
+        self._writes = policy.write_tools
 
     def _rules_for(self, event: Any) -> tuple[Rule, ...]:
         if not isinstance(event, ToolStep):
@@ -382,10 +391,12 @@ class Engine:
                 self._per_tool[event.tool] = rules
         return rules
 
-    def _run_rules(self, event: Any, t: Trajectory, out: list[Violation]) -> None:
-        rules = self._rules_for(event)
-        if not rules:
-            return
+    def _run_rules(self, event: Any, t: Trajectory, out: list[Violation],
+                   rules: tuple[Rule, ...] | None = None) -> None:
+        if rules is None:
+            rules = self._rules_for(event)
+            if not rules:
+                return
         check = self._check(t)
         for rule in rules:
             try:
@@ -398,10 +409,18 @@ class Engine:
                 self.stats["errors"]["rule"] += 1
 
     def _tool(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
-        self._bind_conversation(t, step.conversation_id)
-        if step.agent_name and not t.extra["root"].named:
-            self._set_name(t.extra["root"], str(step.agent_name), named=True)
-        self._run_rules(step, t, out)
+        if t.conversation_id is None:
+            self._bind_conversation(t, step.conversation_id)
+        root = t.extra["root"]
+        if not root.named:
+            name = step.agent_name
+            if name:
+                self._set_name(root, name, named=True)
+        rules = self._per_tool.get(step.tool)
+        if rules is None:
+            rules = self._rules_for(step)
+        if rules:
+            self._run_rules(step, t, out, rules)
         t.tool_calls += 1
         counts = self._tool_counts
         key = (t.service_name, t.agent_name, step.tool if len(counts) < self._max_tool_keys else "other", step.ok)
@@ -414,7 +433,7 @@ class Engine:
         else:
             t.steps_dropped += 1
             self.stats["steps_dropped"] += 1
-        if self.policy.is_write(step.tool):
+        if step.tool in self._writes:
             (t.writes_ok if step.ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
         if step.tool in self._confirmation_tools:
             conf = confirmations.from_tool_step(step, self.policy)
@@ -422,7 +441,8 @@ class Engine:
                 confirmations.keep(t.extra, conf)
 
     def _llm(self, t: Trajectory, call: LLMCall, out: list[Violation]) -> None:
-        self._bind_conversation(t, call.conversation_id)
+        if t.conversation_id is None:
+            self._bind_conversation(t, call.conversation_id)
         price = self._prices.get(call.model)
         if price is None:
             p = self.policy.price_for(call.model)
@@ -430,7 +450,8 @@ class Engine:
             if len(self._prices) < 1024:
                 self._prices[call.model] = price
         call.cost_usd = call.input_tokens * price[0] + call.output_tokens * price[1]
-        self._run_rules(call, t, out)
+        if self._llm_rules:
+            self._run_rules(call, t, out, self._llm_rules)
         t.llm_calls += 1
         t.input_tokens += call.input_tokens
         t.output_tokens += call.output_tokens

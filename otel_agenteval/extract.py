@@ -25,6 +25,7 @@ CONFIRMATION: Final = "confirmation"  # an agenteval.confirmation span (record_c
 
 _OP_KIND: dict[str, Kind] = {sc.OP_EXECUTE_TOOL: TOOL, sc.OP_INVOKE_AGENT: AGENT}
 _OP_KIND.update({op: LLM for op in sc.LLM_OPERATIONS})
+OP_KIND = _OP_KIND  # gen_ai.operation.name -> kind; other operations (a Strands cycle, say) are walked through
 _OI_KIND: dict[str, Kind] = {sc.OI_TOOL: TOOL, sc.OI_LLM: LLM, sc.OI_AGENT: AGENT}
 
 
