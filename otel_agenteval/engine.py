@@ -244,8 +244,10 @@ class Engine:
         stats["spans"][kind or "other"] += 1
         ctx = span.context
         end_ns = span.end_time or 0
-        self._now = max(self._now, end_ns)
-        routed = self._routes.pop(ctx.span_id, None)
+        if end_ns > self._now:
+            self._now = end_ns
+        sid = ctx.span_id
+        routed = self._routes.pop(sid, None)
         by_trace = routed is None
         if routed is not None:
             root = routed
@@ -285,9 +287,9 @@ class Engine:
             elif kind is extract.CONFIRMATION:
                 confirmations.keep(t.extra, item)
             else:
-                own = _is_local_root(span) if by_trace else ctx.span_id == root.key
+                own = _is_local_root(span) if by_trace else sid == root.key
                 self._agent(root, t, item, own)
-        is_root_end = _is_local_root(span) if by_trace else ctx.span_id == root.key
+        is_root_end = _is_local_root(span) if by_trace else sid == root.key
         finished = None
         if is_root_end:
             end_attrs = extract.attributes_of(span)
@@ -606,8 +608,9 @@ def redundant_calls(t: Trajectory, policy: Policy) -> list[str]:
     Groups by the raw argument text first, so a run that calls each tool once parses nothing.
     """
     by_tool: dict[str, list[ToolStep]] = {}
+    writes = policy.write_tools
     for s in t.steps:
-        if not policy.is_write(s.tool):
+        if s.tool not in writes:
             by_tool.setdefault(s.tool, []).append(s)
     out: list[str] = []
     for tool, steps in by_tool.items():
