@@ -266,7 +266,7 @@ class Engine:
         if root.done:
             stats["late"] += 1
             return None
-        if self._needs_confirmations and span.events:
+        if self._needs_confirmations and extract.events_of(span):
             for conf in confirmations.from_events(span):
                 confirmations.keep(self._trajectory(root, span).extra, conf)
         violations: list[Violation] = []

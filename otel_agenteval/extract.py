@@ -50,6 +50,13 @@ def attributes_of(span: Any) -> Any:
     return span.attributes or _EMPTY
 
 
+def events_of(span: Any) -> Any:
+    """A finished span's events without the SDK's per-access tuple copy (read-only use)."""
+    if type(span) in _SDK_SPANS:
+        return span._events or ()
+    return span.events or ()
+
+
 def classify(span: Any, attrs: Any = None) -> Kind | None:
     """What a finished span is, from its attributes; the span name only as a tie-breaker."""
     if attrs is None:
@@ -244,7 +251,7 @@ def tool_step(span: Any, attrs: Any = None) -> ToolStep:
         attrs = attributes_of(span)
     ctx = span.context
     return SpanToolStep(tool_name(span, attrs), span.start_time or 0, span.end_time or 0, ctx.span_id,
-                        ctx.trace_id, not _is_error(span, attrs), attrs, span.events)
+                        ctx.trace_id, not _is_error(span, attrs), attrs, events_of(span))
 
 
 def _int(value: Any) -> int:
