@@ -209,17 +209,11 @@ class Policy(_Model):
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "<yaml>") -> Policy:
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-            raise PolicyError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+        data, node = load_yaml(text, source, PolicyError)
         try:
             return cls.from_dict(data, source)
         except PolicyError as exc:
-            raise PolicyError(source, [_with_line(e, node) for e in exc.errors]) from None
+            raise with_lines(exc, node) from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> Policy:
@@ -311,6 +305,21 @@ class Policy(_Model):
 
     def rule_enabled(self, rule: str) -> bool:
         return self.rules.get(rule, True)
+
+
+def load_yaml(text: str, source: str, error: type[ConfigError]) -> tuple[Any, Any]:
+    """YAML data and its node tree (to name lines in errors); bad YAML names line and column."""
+    try:
+        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        raise error(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+
+
+def with_lines(exc: ConfigError, node: Any) -> ConfigError:
+    """The same errors, each with the line of its path in the file."""
+    return type(exc)(exc.source, [_with_line(e, node) for e in exc.errors])
 
 
 def _with_line(error: str, node: Any) -> str:

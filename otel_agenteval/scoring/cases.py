@@ -16,10 +16,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..policy import ConfigError, _error_lines, _with_line
+from ..policy import ConfigError, _error_lines, load_yaml, with_lines
 from .normalise import ArgumentRule, build
 
 Order = Literal["exact", "in_order", "any_order", "superset", "unordered", "subset"]
@@ -262,17 +261,11 @@ def cases_from_text(text: str, source: str = "<cases>", by_tool: ToolNormalisers
         if is_evalset(data):
             data = evalset_to_cases(data, source)
         return cases_from_dict(data, source, by_tool)
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        raise CasesError(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+    data, node = load_yaml(text, source, CasesError)
     try:
         return cases_from_dict(data, source, by_tool)
     except CasesError as exc:  # add the line of each error's path
-        raise CasesError(source, [_with_line(e, node) for e in exc.errors]) from None
+        raise with_lines(exc, node) from None
 
 
 def cases_from_dict(data: Any, source: str = "<cases>", by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
