@@ -164,7 +164,8 @@ class Engine:
         ctx = span.context
         routes = self._routes
         root = None if parent is None or parent.is_remote else routes.get(parent.span_id)
-        agent = extract.is_agent_at_start(span)
+        op = extract.attributes_of(span).get(sc.OPERATION_NAME)  # decided without a call when set
+        agent = op == sc.OP_INVOKE_AGENT if op is not None else extract.is_agent_at_start(span)
         if root is not None and not agent:
             # the common case: a span inside a known run. Dict reads and writes are atomic,
             # so no lock; an evicted route (bounded map) is counted and the span goes by trace.
