@@ -195,7 +195,7 @@ class Conversation:
     last_seen_ns: int
     writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)  # call key -> trace hex
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # room for rules of later issues
+    extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
 
 
 @dataclass(slots=True)
@@ -221,13 +221,11 @@ class Trajectory:
     tool_errors: int = 0  # failed tool calls, kept or dropped
     writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
-    calls_seen: dict[tuple[str, str], int] = field(default_factory=dict)
     budgets_fired: set[str] = field(default_factory=set)
     root_attributes: dict[str, Any] = field(default_factory=dict)
-    agent_spans_named: bool = False
     finished: bool = False
     outcome: Outcome = "unknown"
-    extra: dict[str, Any] = field(default_factory=dict)  # room for rules of later issues
+    extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
 
     @property
     def trace_hex(self) -> str:
