@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -93,6 +94,26 @@ def harness_factory() -> Iterator[Callable[[Policy], Harness]]:
     yield make
     for h in made:
         h.provider.shutdown()
+
+
+def instrumented_factory(instrumentor: Any) -> Iterator[Callable[[Policy], Harness]]:
+    """Like :func:`harness_factory`, with an OpenInference instrumentor exporting to each
+    harness's provider, and uninstrumented afterwards."""
+    factory = harness_factory()
+    make_harness = next(factory)
+
+    def make(policy: Policy) -> Harness:
+        h = make_harness(policy)
+        instrumentor.instrument(tracer_provider=h.provider)
+        return h
+
+    try:
+        yield make
+    finally:
+        if instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.uninstrument()
+        for _ in factory:
+            pass
 
 
 def observed(h: Harness, agent: str, tool_agent: str | None = None) -> dict[str, object]:

@@ -27,7 +27,7 @@ from fw_harness import (
     cost_sample,
     expected,
     expected_cost,
-    harness_factory,
+    instrumented_factory,
     make_policy,
     observed,
 )
@@ -50,22 +50,8 @@ Step = tuple[str, dict[str, str]]
 
 @pytest.fixture
 def make() -> Iterator[Callable[[Policy], Harness]]:
-    instrumentor = LangChainInstrumentor()
-    factory = harness_factory()
-    make_harness = next(factory)
-
-    def make(policy: Policy) -> Harness:
-        h = make_harness(policy)
-        instrumentor.instrument(tracer_provider=h.provider)
-        return h
-
-    try:
-        yield make
-    finally:
-        if instrumentor.is_instrumented_by_opentelemetry:
-            instrumentor.uninstrument()
-        for _ in factory:
-            pass
+    """Harnesses whose provider the OpenInference instrumentor exports to; uninstrumented after."""
+    yield from instrumented_factory(LangChainInstrumentor())
 
 
 def usage_of(turn: int) -> tuple[int, int]:

@@ -30,7 +30,7 @@ from fw_harness import (
     cost_sample,
     expected,
     expected_cost,
-    harness_factory,
+    instrumented_factory,
     make_policy,
     observed,
 )
@@ -55,22 +55,7 @@ Call = tuple[str, str]  # tool name, raw JSON arguments as the model sends them
 @pytest.fixture
 def make() -> Iterator[Callable[[Policy], Harness]]:
     """Harnesses whose provider the OpenInference instrumentor exports to; uninstrumented after."""
-    instrumentor = OpenAIAgentsInstrumentor()
-    factory = harness_factory()
-    make_harness = next(factory)
-
-    def make(policy: Policy) -> Harness:
-        h = make_harness(policy)
-        instrumentor.instrument(tracer_provider=h.provider)
-        return h
-
-    try:
-        yield make
-    finally:
-        if instrumentor.is_instrumented_by_opentelemetry:
-            instrumentor.uninstrument()
-        for _ in factory:
-            pass
+    yield from instrumented_factory(OpenAIAgentsInstrumentor())
 
 
 def usage_of(turn: int) -> tuple[int, int]:
