@@ -15,6 +15,9 @@ import gzip
 import json
 import random
 import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import IO, Any
 
 T0 = 1_760_000_000 * 1_000_000_000
@@ -133,6 +136,41 @@ def write(out: IO[str], runs: int, batch: int, seed: int) -> int:
             out.write(json.dumps(doc, separators=(",", ":")))
             out.write("\n")
     return spans
+
+
+def bench_workdir(doc: str, prefix: str, argv: list[str] | None) -> tuple[argparse.Namespace, Path]:
+    """The options the throughput benchmarks share, and their working folder (policy written)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", default="1000,10000,100000", help="comma-separated run counts")
+    ap.add_argument("--dir", help="where to write the files (default: a temporary directory)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--json", action="store_true", help="print results as JSON")
+    a = ap.parse_args(argv)
+    work = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "policy.yaml").write_text(POLICY)
+    return a, work
+
+
+def runs_file(work: Path, runs: int) -> Path:
+    """``work/runs-N.jsonl``, generated (seed 1, 128 spans a line) unless it is there already."""
+    path = work / f"runs-{runs}.jsonl"
+    if not path.exists():
+        t = time.perf_counter()
+        with open(path, "w", encoding="utf-8") as f:
+            spans = write(f, runs, 128, 1)
+        print(f"generated {path.name}: {spans} spans, {path.stat().st_size / 1e6:.0f} MB "
+              f"in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    return path
+
+
+def count_spans(path: Path) -> int:
+    from otel_agenteval.replay.readers import ReadCounts, iter_batches
+
+    counts = ReadCounts()
+    for _ in iter_batches([path], counts=counts):
+        pass
+    return counts.spans
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,14 +12,11 @@ Not part of the test suite: it takes minutes and its numbers depend on the machi
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -56,38 +53,15 @@ def child(mode: str, policy: Path, path: Path) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def count_spans(path: Path) -> int:
-    from otel_agenteval.replay.readers import ReadCounts, iter_batches
-
-    counts = ReadCounts()
-    for _ in iter_batches([path], counts=counts):
-        pass
-    return counts.spans
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", default="1000,10000,100000", help="comma-separated run counts")
-    ap.add_argument("--dir", help="where to write the files (default: a temporary directory)")
-    ap.add_argument("--keep", action="store_true", help="keep the generated files")
-    ap.add_argument("--json", action="store_true", help="print results as JSON")
-    a = ap.parse_args(argv)
     sys.path.insert(0, str(HERE))
     import make_otlp_traces as gen
 
-    work = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="replay-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    a, work = gen.bench_workdir(__doc__, "replay-bench-", argv)
     policy = work / "policy.yaml"
-    policy.write_text(gen.POLICY)
     results = []
     for runs in (int(r) for r in a.runs.split(",")):
-        path = work / f"runs-{runs}.jsonl"
-        if not path.exists():
-            t = time.perf_counter()
-            with open(path, "w", encoding="utf-8") as f:
-                spans = gen.write(f, runs, 128, 1)
-            print(f"generated {path.name}: {spans} spans, {path.stat().st_size / 1e6:.0f} MB "
-                  f"in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        path = gen.runs_file(work, runs)
         read = child("read", policy, path)
         full = child("replay", policy, path)
         spans = read["spans"]

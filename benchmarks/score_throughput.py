@@ -16,13 +16,11 @@ Not part of the test suite: it takes minutes and its numbers depend on the machi
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -72,34 +70,17 @@ def child(mode: str, policy: Path, cases: Path, path: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", default="1000,10000,100000", help="comma-separated run counts")
-    ap.add_argument("--dir", help="where to write the files (default: a temporary directory)")
-    ap.add_argument("--keep", action="store_true", help="keep the generated files")
-    ap.add_argument("--json", action="store_true", help="print results as JSON")
-    a = ap.parse_args(argv)
     sys.path.insert(0, str(HERE))
     import make_otlp_traces as gen
 
-    work = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="score-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    a, work = gen.bench_workdir(__doc__, "score-bench-", argv)
     policy = work / "policy.yaml"
-    policy.write_text(gen.POLICY)
     cases = work / "cases.yaml"
     cases.write_text(CASES)
     results = []
     for runs in (int(r) for r in a.runs.split(",")):
-        path = work / f"runs-{runs}.jsonl"
-        if not path.exists():
-            with open(path, "w", encoding="utf-8") as f:
-                spans = gen.write(f, runs, 128, 1)
-        else:
-            from otel_agenteval.replay.readers import ReadCounts, iter_batches
-
-            counts = ReadCounts()
-            for _ in iter_batches([path], counts=counts):
-                pass
-            spans = counts.spans
+        path = gen.runs_file(work, runs)
+        spans = gen.count_spans(path)
         replay = child("replay", policy, cases, path)
         score = child("score", policy, cases, path)
         row = {"runs": runs, "spans": spans, "file_mb": round(path.stat().st_size / 1e6, 1),

@@ -7,20 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from scoring_support import WORKED_CASES
+
 from otel_agenteval.scoring.cases import CasesError, cases_from_text, load_cases
 
-ISSUE_YAML = """
-cases:
-  - id: refund-damaged
-    set: regression
-    reference:
-      order: in_order
-      required:
-        - {tool: lookup_order, args: {order_id: "88120"}}
-        - {tool: get_policy, args: {topic: damaged_delivery}}
-        - {tool: create_claim, args: {order_id: "88120", reason: damaged}}
-      allowed_extras: []
-"""
+ISSUE_YAML = WORKED_CASES  # the file from the issue, as the acceptance test uses it
 
 
 def test_issue_example_loads_and_means_what_it_says(tmp_path: Path) -> None:
