@@ -17,7 +17,6 @@ import structlog
 
 from . import _semconv as sc
 from . import confirmations, extract
-from .cost import llm_cost
 from .policy import Policy, PolicyError
 from .rules import Check, Finish, Rule, builtin_rules
 from .trajectory import AgentSpan, Conversation, LLMCall, ToolStep, Trajectory, short_hash
@@ -446,12 +445,7 @@ class Engine:
     def _llm(self, t: Trajectory, call: LLMCall, out: list[Violation]) -> None:
         if t.conversation_id is None:
             self._bind_conversation(t, call.conversation_id)
-        price = self._prices.get(call.model)
-        if price is None:
-            p = self.policy.price_for(call.model)
-            price = (p.input_per_mtok / 1e6, p.output_per_mtok / 1e6) if p is not None else (0.0, 0.0)
-            if len(self._prices) < 1024:
-                self._prices[call.model] = price
+        price = self._prices.get(call.model) or self._price(call.model)
         call.cost_usd = call.input_tokens * price[0] + call.output_tokens * price[1]
         if self._llm_rules:
             self._run_rules(call, t, out, self._llm_rules)
@@ -459,6 +453,14 @@ class Engine:
         t.input_tokens += call.input_tokens
         t.output_tokens += call.output_tokens
         t.cost_usd += call.cost_usd
+
+    def _price(self, model: str | None) -> tuple[float, float]:
+        """USD per input and output token for a model (the policy's table), cached per model name."""
+        p = self.policy.price_for(model)
+        price = (p.input_per_mtok / 1e6, p.output_per_mtok / 1e6) if p is not None else (0.0, 0.0)
+        if len(self._prices) < 1024:  # model names come from spans: bound the cache
+            self._prices[model] = price
+        return price
 
     def _agent(self, root: _Root, t: Trajectory, info: AgentSpan, own: bool) -> None:
         self._bind_conversation(t, info.conversation_id)
@@ -478,7 +480,8 @@ class Engine:
         r = t.root
         if t.llm_calls == 0 and r is not None and (r.input_tokens or r.output_tokens):
             t.input_tokens, t.output_tokens = r.input_tokens, r.output_tokens
-            t.cost_usd = llm_cost(self.policy, r.model, r.input_tokens, r.output_tokens)
+            price = self._prices.get(r.model) or self._price(r.model)
+            t.cost_usd = r.input_tokens * price[0] + r.output_tokens * price[1]
         self._run_rules(Finish(end_ns=end_ns, reason=reason), t, out)
         t.outcome = self._outcome(t, reason)
         t.steps.sort(key=lambda s: s.start_ns)
