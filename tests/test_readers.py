@@ -187,3 +187,119 @@ def test_spans_of_one_request_come_in_end_order(spans: list[ReadableSpan], tmp_p
     path = tf.otlp_json_lines(list(reversed(spans)), tmp_path / "r.jsonl", batch=len(spans))
     got = read(path)[0]
     assert [s.end_time for s in got] == sorted(s.end_time for s in spans)
+
+
+# --- the fast path reads every span exactly as the reference reader does ------------------------
+_T, _T2 = "0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"
+_S, _P = "b7ad6b7169203331", "00f067aa0ba902b7"
+_SV = {"stringValue": "v"}
+
+
+def _span(**kw: Any) -> dict[str, Any]:
+    s = {"traceId": _T, "spanId": _S, "parentSpanId": _P, "flags": 256, "name": "n", "kind": 1,
+         "startTimeUnixNano": "5", "endTimeUnixNano": "9", "attributes": [{"key": "k", "value": _SV}], "status": {}}
+    s.update(kw)
+    return {k: v for k, v in s.items() if v is not _GONE}
+
+
+_GONE = object()
+_ODD_SPANS = {
+    "common": {}, "no parent": {"parentSpanId": _GONE}, "empty parent": {"parentSpanId": ""},
+    "no flags": {"flags": _GONE}, "remote parent": {"flags": 0x300}, "remote flag alone": {"flags": 0x200},
+    "string flags": {"flags": "768"}, "base64 ids": {"traceId": "CvdlGRbNQ92ESOshHIAxnA==", "spanId": "t61rcWkgMzE=",
+                                                    "parentSpanId": "APBnqguqArc="},
+    "bad base64": {"spanId": "t61rcWkg"}, "zero trace": {"traceId": "0" * 32}, "zero span": {"spanId": "0" * 16},
+    "zero parent": {"parentSpanId": "0" * 16}, "no trace id": {"traceId": _GONE}, "int trace id": {"traceId": 7},
+    "short parent": {"parentSpanId": "abc"}, "list parent": {"parentSpanId": ["x"]}, "0x ids": {"spanId": "0x" + "1" * 14},
+    "no kind": {"kind": _GONE}, "kind name": {"kind": "SPAN_KIND_CLIENT"}, "bad kind": {"kind": 9},
+    "list kind": {"kind": [1]}, "no status": {"status": _GONE}, "error": {"status": {"code": 2, "message": "m"}},
+    "status name": {"status": {"code": "STATUS_CODE_OK"}}, "bad status": {"status": {"code": 7}},
+    "status list": {"status": [1]}, "no name": {"name": _GONE}, "int times": {"startTimeUnixNano": 5, "endTimeUnixNano": 9},
+    "no times": {"startTimeUnixNano": _GONE, "endTimeUnixNano": None}, "bad time": {"endTimeUnixNano": "x"},
+    "events": {"events": [{"name": "e", "timeUnixNano": "7", "attributes": [{"key": "a", "value": {"intValue": 1}}]}]},
+    "no attributes": {"attributes": _GONE}, "empty attributes": {"attributes": []},
+    "attributes object": {"attributes": {"k": "v"}}, "attributes string": {"attributes": "kv"},
+    "every value type": {"attributes": [
+        {"key": "i", "value": {"intValue": "7"}}, {"key": "n", "value": {"intValue": 8}},
+        {"key": "b", "value": {"boolValue": True}}, {"key": "d", "value": {"doubleValue": "1.5"}},
+        {"key": "a", "value": {"arrayValue": {"values": [_SV, {"intValue": "2"}]}}},
+        {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "x", "value": _SV}]}}},
+        {"key": "by", "value": {"bytesValue": "AAE="}}, {"key": "e", "value": {}},
+        {"key": "nostr", "value": {"stringValue": None}}, {"key": "both", "value": {"intValue": "1", "stringValue": "s"}},
+        {"key": "nonstr", "value": {"stringValue": 5}}]},
+    "duplicate keys": {"attributes": [{"key": "k", "value": {"intValue": "1"}}, {"key": "k", "value": _SV},
+                                      {"key": "j", "value": _SV}, {"key": "j", "value": {"intValue": "2"}}]},
+    "value missing": {"attributes": [{"key": "k"}]}, "value is null": {"attributes": [{"key": "k", "value": None}]}, "key missing": {"attributes": [{"value": _SV}]},
+    "value is a string": {"attributes": [{"key": "k", "value": "a stringValue"}]},
+    "value is a list": {"attributes": [{"key": "k", "value": ["stringValue"]}]},
+    "value is a number": {"attributes": [{"key": "k", "value": 0}]},
+    "value is empty": {"attributes": [{"key": "k", "value": ""}]},
+    "unknown value": {"attributes": [{"key": "k", "value": {"fooValue": 1}}]},
+    "bad int": {"attributes": [{"key": "k", "value": {"intValue": "x"}}]},
+    "extra kv field": {"attributes": [{"key": "k", "value": _SV, "extra": 1}]},
+    "span is a string": "span",
+}
+
+
+def _reference(s: Any) -> Any:
+    try:
+        return fields(decode._otlp_json_span(s, decode.EMPTY_RESOURCE))
+    except (decode.Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return f"where[0]: {decode.why(exc)}"
+
+
+@pytest.mark.parametrize("case", sorted(_ODD_SPANS))
+def test_fast_path_reads_each_form_as_the_reference(case: str) -> None:
+    kw = _ODD_SPANS[case]
+    s = _span(**kw) if isinstance(kw, dict) else kw
+    out: list[Any] = []
+    rejects: list[str] = []
+    decode._otlp_json_spans([s], decode.EMPTY_RESOURCE, out, "where", rejects.append)
+    got = rejects[0] if rejects else fields(out[0])
+    assert len(out) + len(rejects) == 1 and got == _reference(s)
+
+
+def test_fast_path_parents_are_per_trace_and_per_remoteness() -> None:
+    """Spans share the context of a common parent, never across traces or remote/local."""
+    spans = [_span(spanId="1" * 16), _span(spanId="2" * 16), _span(spanId="3" * 16, traceId=_T2),
+             _span(spanId="4" * 16, flags=0x300), _span(spanId="5" * 16, parentSpanId="ab" * 8),
+             _span(spanId="6" * 16), _span(spanId="7" * 16, traceId="zz"), _span(spanId="8" * 16)]
+    out: list[Any] = []
+    rejects: list[str] = []
+    decode._otlp_json_spans(spans, decode.EMPTY_RESOURCE, out, "where", rejects.append)
+    assert [fields(s) for s in out] == [_reference(s) for s in spans if s["traceId"] != "zz"]
+    assert rejects == [_reference(spans[6]).replace("[0]", "[6]")]
+    assert out[0].parent is out[1].parent and out[4].parent is not out[0].parent  # shared: one parent, one context
+    assert out[2].parent.trace_id == int(_T2, 16) and out[3].parent.is_remote and not out[0].parent.is_remote
+
+
+def test_reading_leaves_the_gc_as_it_was(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    import gc
+
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+    assert gc.isenabled()
+    read(path)
+    assert gc.isenabled()
+    path.write_text(path.read_text() + "not json\n")
+    with pytest.raises(RejectedInput):
+        read(path, strict=True)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("case", ["common", "no parent", "remote parent", "base64 ids", "no kind", "no status", "error",
+                                  "events", "every value type", "duplicate keys", "no attributes", "int times"])
+def test_usual_forms_take_the_fast_path(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(*_a: Any) -> None:
+        raise AssertionError("slow path taken")
+
+    expected = _reference(_span(**_ODD_SPANS[case]))  # type: ignore[arg-type]
+    monkeypatch.setattr(decode, "_otlp_json_span", slow)
+    out: list[Any] = []
+    decode._otlp_json_spans([_span(**_ODD_SPANS[case])], decode.EMPTY_RESOURCE, out, "where", print)  # type: ignore[arg-type]
+    assert [fields(s) for s in out] == [expected]

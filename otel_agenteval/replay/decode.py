@@ -11,6 +11,7 @@ import base64
 import datetime as _dt
 import json
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from opentelemetry.trace import SpanKind, StatusCode
@@ -111,7 +112,21 @@ def _attributes(kvs: Any) -> dict[str, Any]:
 
 
 # --- OTLP JSON ---------------------------------------------------------------------------------
+def _status(st: dict[str, Any]) -> RecordedStatus:
+    status = _STATUS.get(st.get("code", 0))
+    if status is None:
+        raise Bad(f"unknown status.code {st.get('code')!r}")
+    msg = st.get("message")
+    return RecordedStatus(status.status_code, msg) if msg else status
+
+
+def _events(evs: Any) -> tuple[RecordedEvent, ...]:
+    return tuple(RecordedEvent(e.get("name", ""), _attributes(e.get("attributes")), int(e.get("timeUnixNano") or 0))
+                 for e in evs)
+
+
 def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSpan:
+    """One span, every form; the reference the fast path in :func:`_otlp_json_spans` must equal."""
     tid = s.get("traceId")
     sid = s.get("spanId")
     trace_id = int(tid, 16) if tid and len(tid) == 32 else _hex_id(tid, 32, "traceId", True)
@@ -125,24 +140,69 @@ def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSp
         parent = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "parentSpanId", True),
                                  bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else False)
     st = s.get("status")
-    if st:
-        status = _STATUS.get(st.get("code", 0))
-        if status is None:
-            raise Bad(f"unknown status.code {st.get('code')!r}")
-        msg = st.get("message")
-        if msg:
-            status = RecordedStatus(status.status_code, msg)
-    else:
-        status = STATUS_UNSET
+    status = _status(st) if st else STATUS_UNSET
     kind = _KIND.get(s.get("kind", 0))
     if kind is None:
         raise Bad(f"unknown kind {s.get('kind')!r}")
     evs = s.get("events")
-    events = tuple(RecordedEvent(e.get("name", ""), _attributes(e.get("attributes")), int(e.get("timeUnixNano") or 0))
-                   for e in evs) if evs else ()
+    events = _events(evs) if evs else ()
     return RecordedSpan(s.get("name", ""), RecordedContext(trace_id, span_id), parent, kind,
                         int(s.get("startTimeUnixNano") or 0), int(s.get("endTimeUnixNano") or 0), status,
                         _attributes(s.get("attributes")), events, resource)
+
+
+_SLOW = (ValueError, TypeError, KeyError, AttributeError)  # the fast path gives up; Bad is a ValueError
+_REMOTE_PARENT = _HAS_IS_REMOTE | _IS_REMOTE
+
+
+def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[RecordedSpan],
+                     where: str, reject: Callable[[str], None]) -> None:
+    """The spans of one ``scopeSpans``, appended to ``out``.
+
+    The common form (hex ids, string values) is read inline; a span the fast path cannot take
+    is read again by :func:`_otlp_json_span`, which gives the same span or the error to report.
+    Spans of a trace share the parent context of their common parent.
+    """
+    parents: dict[Any, RecordedContext] = {}
+    prev_tid: Any = None
+    trace_id = 0
+    append = out.append
+    for k, s in enumerate(spans):
+        try:
+            tid = s["traceId"]
+            if tid != prev_tid:
+                trace_id = int(tid, 16) if len(tid) == 32 else _hex_id(tid, 32, "traceId", True)
+                prev_tid = tid if trace_id else None
+            sid = s["spanId"]
+            span_id = int(sid, 16) if len(sid) == 16 else _hex_id(sid, 16, "spanId", True)
+            if not trace_id or not span_id:
+                raise Bad("zero id")
+            pid = s.get("parentSpanId")
+            if not pid:
+                parent = None
+            elif (s.get("flags") or 0) & _REMOTE_PARENT == _REMOTE_PARENT:
+                parent = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True), True)
+            else:
+                parent = parents.get(pid)
+                if parent is None or parent.trace_id != trace_id:
+                    parent = parents[pid] = RecordedContext(
+                        trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True))
+            st = s.get("status")
+            evs = s.get("events")
+            at = s.get("attributes")
+            append(RecordedSpan(
+                s.get("name", ""), RecordedContext(trace_id, span_id), parent, _KIND[s.get("kind", 0)],
+                int(s.get("startTimeUnixNano") or 0), int(s.get("endTimeUnixNano") or 0),
+                _status(st) if st else STATUS_UNSET,
+                # string values inline; _any_value takes any other (and raises what _attributes would)
+                {kv["key"]: v["stringValue"] if "stringValue" in v else _any_value(v)
+                 for kv in at for v in (kv["value"],)} if at else {},
+                _events(evs) if evs else (), resource))
+        except _SLOW:
+            try:
+                append(_otlp_json_span(s, resource))
+            except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+                reject(f"{where}[{k}]: {why(exc)}")
 
 
 def _otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], None]) -> list[RecordedSpan]:
@@ -155,7 +215,13 @@ def _otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], 
             reject(f"{where}: resourceSpans[{i}].resource: {why(exc)}")
             continue
         for j, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ()):
-            for k, s in enumerate(ss.get("spans") or ()):
+            spans = ss.get("spans")
+            if not spans:
+                continue
+            if isinstance(spans, list):
+                _otlp_json_spans(spans, resource, out, f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans", reject)
+                continue
+            for k, s in enumerate(spans):  # not a list: every item is rejected, one by one
                 try:
                     out.append(_otlp_json_span(s, resource))
                 except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -266,5 +332,4 @@ def parse(data: bytes) -> Any:
         return json.loads(data)  # orjson refuses what json takes (e.g. ints beyond 64 bits)
 
 
-def end_time(s: RecordedSpan) -> int:
-    return s.end_time
+end_time: Callable[[RecordedSpan], int] = attrgetter("end_time")  # sort key, without a Python call

@@ -21,6 +21,7 @@ Spans of one request are yielded in end-time order (the SDK's encoder groups the
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 from collections.abc import Callable, Iterable, Iterator
@@ -189,19 +190,29 @@ def _parses(s: bytes) -> bool:
 
 
 def _record(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str], None]) -> list[RecordedSpan]:
+    # A parsed record is thousands of dicts that die before this returns: the cyclic GC would
+    # only walk them (a third of the reading time), so it waits until the spans are built.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
     try:
-        value = parse(data)
-    except ValueError as exc:
-        reject(f"{where}: not valid JSON: {exc}")
-        return []
-    counts.records += 1
-    try:
-        spans = spans_from_json(value, where, reject)
-    except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
-        reject(f"{where}: {why(exc)}")
-        return []
+        try:
+            value = parse(data)
+        except ValueError as exc:
+            reject(f"{where}: not valid JSON: {exc}")
+            return []
+        counts.records += 1
+        try:
+            spans = spans_from_json(value, where, reject)
+        except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+            reject(f"{where}: {why(exc)}")
+            return []
+        del value
+    finally:
+        if paused:
+            gc.enable()
     if len(spans) > 1:
-        spans.sort(key=end_time)
+        spans.sort(key=end_time)  # stable, and one pass when already in end order
     counts.spans += len(spans)
     return spans
 
