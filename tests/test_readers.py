@@ -303,3 +303,47 @@ def test_usual_forms_take_the_fast_path(case: str, monkeypatch: pytest.MonkeyPat
     out: list[Any] = []
     decode._otlp_json_spans([_span(**_ODD_SPANS[case])], decode.EMPTY_RESOURCE, out, "where", print)  # type: ignore[arg-type]
     assert [fields(s) for s in out] == [expected]
+
+
+def _pb_span(**kw: Any) -> Any:
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    s = Span(trace_id=bytes.fromhex(_T), span_id=bytes.fromhex(_S), parent_span_id=bytes.fromhex(_P), flags=256,
+             name="n", kind=1, start_time_unix_nano=5, end_time_unix_nano=9)
+    s.attributes.add(key="k").value.string_value = "v"
+    s.attributes.add(key="empty").value.string_value = ""
+    s.attributes.add(key="i").value.int_value = 0
+    for k, v in kw.items():
+        if k == "status":
+            s.status.code, s.status.message = v
+        elif k == "events":
+            s.events.add(name="e", time_unix_nano=7).attributes.add(key="a").value.bool_value = True
+        else:
+            setattr(s, k, v)
+    return s
+
+
+_ODD_PB_SPANS = {
+    "common": {}, "no parent": {"parent_span_id": b""}, "remote parent": {"flags": 0x300},
+    "short trace id": {"trace_id": b"\x01" * 15}, "zero span id": {"span_id": bytes(8)},
+    "short parent": {"parent_span_id": b"\x01"}, "zero parent": {"parent_span_id": bytes(8)},
+    "error": {"status": (2, "m")}, "unset status": {"status": (0, "")}, "bad status": {"status": (9, "")},
+    "bad kind": {"kind": 9}, "events": {"events": True},
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ODD_PB_SPANS))
+def test_protobuf_fast_path_reads_each_form_as_the_reference(case: str) -> None:
+    from otel_agenteval.replay import protobuf
+
+    s = _pb_span(**_ODD_PB_SPANS[case])
+    try:
+        expected = fields(protobuf._span(s, decode.EMPTY_RESOURCE))
+    except decode.Bad as exc:
+        expected = f"where[0]: {exc}"
+    out: list[Any] = []
+    rejects: list[str] = []
+    protobuf._spans([s], decode.EMPTY_RESOURCE, out, "where", rejects.append)
+    assert len(out) + len(rejects) == 1 and (rejects[0] if rejects else fields(out[0])) == expected
+    if case == "common":
+        assert out[0].attributes == {"k": "v", "empty": "", "i": 0}

@@ -16,12 +16,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.trace import SpanKind
 
 from .decode import _STATUS, Bad, end_time
-from .readers import ReadCounts
+from .readers import ReadCounts, gc_paused
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 
 _KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
+_REMOTE_PARENT = _HAS_IS_REMOTE | _IS_REMOTE
 
 
 def _value(v: Any) -> Any:
@@ -44,7 +45,8 @@ def _value(v: Any) -> Any:
 
 
 def _attributes(kvs: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+    # a non-empty string_value is a string attribute; anything else (or "") asks which value is set
+    return {kv.key: v.string_value or _value(v) for kv in kvs for v in (kv.value,)}
 
 
 def _id(raw: bytes, size: int, field: str, required: bool) -> int:
@@ -58,26 +60,71 @@ def _id(raw: bytes, size: int, field: str, required: bool) -> int:
     return n
 
 
+def _status(st: Any) -> RecordedStatus:
+    status = _STATUS.get(st.code)
+    if status is None:
+        raise Bad(f"unknown status.code {st.code}")
+    msg = st.message
+    return RecordedStatus(status.status_code, msg) if msg else status
+
+
+def _events(evs: Any) -> tuple[RecordedEvent, ...]:
+    return tuple(RecordedEvent(e.name, _attributes(e.attributes), e.time_unix_nano) for e in evs)
+
+
 def _span(s: Any, resource: RecordedResource) -> RecordedSpan:
+    """One span, every form; the reference the fast path in :func:`_spans` must equal."""
     ctx = RecordedContext(_id(s.trace_id, 16, "trace_id", True), _id(s.span_id, 8, "span_id", True))
     parent = None
     if s.parent_span_id:
         flags = s.flags
         parent = RecordedContext(ctx.trace_id, _id(s.parent_span_id, 8, "parent_span_id", False),
                                  bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else False)
-    status = STATUS_UNSET
-    if s.HasField("status"):
-        status = _STATUS.get(s.status.code)  # type: ignore[assignment]
-        if status is None:
-            raise Bad(f"unknown status.code {s.status.code}")
-        if s.status.message:
-            status = RecordedStatus(status.status_code, s.status.message)
+    status = _status(s.status) if s.HasField("status") else STATUS_UNSET
     kind = _KINDS.get(s.kind)
     if kind is None:
         raise Bad(f"unknown kind {s.kind}")
-    events = tuple(RecordedEvent(e.name, _attributes(e.attributes), e.time_unix_nano) for e in s.events)
     return RecordedSpan(s.name, ctx, parent, kind, s.start_time_unix_nano, s.end_time_unix_nano, status,
-                        _attributes(s.attributes), events, resource)
+                        _attributes(s.attributes), _events(s.events), resource)
+
+
+def _spans(spans: Any, resource: RecordedResource, out: list[RecordedSpan], where: str,
+           reject: Callable[[str], None]) -> None:
+    """The spans of one ``scope_spans``, appended to ``out``: ids of the right size and the
+    common parent read inline (shared by the spans of a trace), anything else through :func:`_span`."""
+    parents: dict[bytes, RecordedContext] = {}
+    prev_tid = b""
+    trace_id = 0
+    append = out.append
+    for k, s in enumerate(spans):
+        try:
+            tid = s.trace_id
+            if tid != prev_tid:
+                trace_id = int.from_bytes(tid, "big") if len(tid) == 16 else 0
+                prev_tid = tid
+            sid = s.span_id
+            span_id = int.from_bytes(sid, "big") if len(sid) == 8 else 0
+            pid = s.parent_span_id
+            if not trace_id or not span_id or (pid and len(pid) != 8):
+                raise Bad("not the common form")
+            if not pid:
+                parent = None
+            elif (s.flags & _REMOTE_PARENT) == _REMOTE_PARENT:
+                parent = RecordedContext(trace_id, int.from_bytes(pid, "big"), True)
+            else:
+                parent = parents.get(pid)
+                if parent is None or parent.trace_id != trace_id:
+                    parent = parents[pid] = RecordedContext(trace_id, int.from_bytes(pid, "big"))
+            status = _status(s.status) if s.HasField("status") else STATUS_UNSET
+            evs = s.events
+            append(RecordedSpan(s.name, RecordedContext(trace_id, span_id), parent, _KINDS[s.kind],
+                                s.start_time_unix_nano, s.end_time_unix_nano, status, _attributes(s.attributes),
+                                _events(evs) if evs else (), resource))
+        except (Bad, KeyError):
+            try:
+                append(_span(s, resource))
+            except (Bad, ValueError, TypeError) as exc:
+                reject(f"{where}[{k}]: {exc}")
 
 
 def request_spans(req: Any, where: str, reject: Callable[[str], None]) -> list[RecordedSpan]:
@@ -86,11 +133,7 @@ def request_spans(req: Any, where: str, reject: Callable[[str], None]) -> list[R
     for i, rs in enumerate(req.resource_spans):
         resource = RecordedResource(_attributes(rs.resource.attributes))
         for j, ss in enumerate(rs.scope_spans):
-            for k, s in enumerate(ss.spans):
-                try:
-                    out.append(_span(s, resource))
-                except (Bad, ValueError, TypeError) as exc:
-                    reject(f"{where}: resource_spans[{i}].scope_spans[{j}].spans[{k}]: {exc}")
+            _spans(ss.spans, resource, out, f"{where}: resource_spans[{i}].scope_spans[{j}].spans", reject)
     if len(out) > 1:
         out.sort(key=end_time)
     return out
@@ -156,13 +199,15 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
 
 
 def _message(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str], None]) -> list[RecordedSpan]:
-    req = ExportTraceServiceRequest()
-    try:
-        req.ParseFromString(data)
-    except (DecodeError, ValueError) as exc:
-        reject(f"{where}: not an OTLP ExportTraceServiceRequest: {exc}")
-        return []
-    counts.records += 1
-    spans = request_spans(req, where, reject)
+    with gc_paused():
+        req = ExportTraceServiceRequest()
+        try:
+            req.ParseFromString(data)
+        except (DecodeError, ValueError) as exc:
+            reject(f"{where}: not an OTLP ExportTraceServiceRequest: {exc}")
+            return []
+        counts.records += 1
+        spans = request_spans(req, where, reject)
+        del req
     counts.spans += len(spans)
     return spans
