@@ -4,14 +4,22 @@ Generates OTLP JSON lines files of 1k, 10k and 100k agent runs (~14 spans each, 
 ``make_otlp_traces.py``; the 100k file is ~1.2 GB), then runs ``otel-agenteval replay`` on each
 in a fresh process and reports wall and CPU time, spans/s and the child's peak RSS
 (``ru_maxrss``). Also splits the cost: reading alone (``iter_batches``) vs reading + engine.
+The read figure leaves out the package import (~0.2 s CPU, the same for any file); the JSON
+output also has it with the import counted (``read_spans_per_s_incl_import``), as measured before.
 
     python benchmarks/replay_throughput.py [--runs 1000,10000,100000] [--dir DIR] [--keep] [--json]
+        [--read-rounds N] [--baseline SRC]
+
+``--read-rounds N`` reads each file N times (median CPU). ``--baseline SRC`` also reads it with
+the ``otel_agenteval`` of another source tree (e.g. ``git archive REV | tar -x -C SRC``), rounds
+interleaved with the current tree's, so before/after compare on the same machine load.
 
 Not part of the test suite: it takes minutes and its numbers depend on the machine.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -27,8 +35,10 @@ import json, os, resource, sys, time
 from pathlib import Path
 mode, policy, path = sys.argv[1:4]
 t0, c0 = time.perf_counter(), time.process_time()
+imported = 0.0
 if mode == "read":
     from otel_agenteval.replay.readers import ReadCounts, iter_batches
+    imported = time.process_time() - c0
     counts = ReadCounts()
     for _ in iter_batches([path], counts=counts):
         pass
@@ -42,37 +52,63 @@ else:
     sys.stdout = out
     spans = None
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-print(json.dumps({"code": code, "spans": spans, "wall_s": wall, "cpu_s": cpu,
+print(json.dumps({"code": code, "spans": spans, "wall_s": wall, "cpu_s": cpu, "import_cpu_s": imported,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
-def child(mode: str, policy: Path, path: Path) -> dict[str, Any]:
+def child(mode: str, policy: Path, path: Path, src: str | None = None) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     out = subprocess.run([sys.executable, "-c", CHILD, mode, str(policy), str(path)], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env, cwd=src)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def reads(policy: Path, path: Path, rounds: int, baseline: str | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Median-CPU read of ``path`` by this tree (and the baseline tree), rounds interleaved."""
+    mine: list[dict[str, Any]] = []
+    base: list[dict[str, Any]] = []
+    for r in range(rounds):
+        arms = [(mine, None), (base, baseline)] if baseline else [(mine, None)]
+        for got, src in (arms if r % 2 == 0 else arms[::-1]):
+            got.append(child("read", policy, path, src))
+
+    def median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+        return sorted(runs, key=lambda x: x["cpu_s"] - x["import_cpu_s"])[len(runs) // 2]
+
+    return median(mine), (median(base) if base else None)
 
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     import make_otlp_traces as gen
 
-    a, work = gen.bench_workdir(__doc__, "replay-bench-", argv)
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--read-rounds", type=int, default=1)
+    extra.add_argument("--baseline")
+    more, rest = extra.parse_known_args(argv)
+    a, work = gen.bench_workdir(__doc__, "replay-bench-", rest)
+    baseline = str(Path(more.baseline).resolve()) if more.baseline else None
     policy = work / "policy.yaml"
     results = []
     for runs in (int(r) for r in a.runs.split(",")):
         path = gen.runs_file(work, runs)
-        read = child("read", policy, path)
+        read, base = reads(policy, path, more.read_rounds, baseline)
         full = child("replay", policy, path)
         spans = read["spans"]
         row = {"runs": runs, "spans": spans, "file_mb": round(path.stat().st_size / 1e6, 1),
-               "read_spans_per_s": round(spans / read["cpu_s"]),
+               "read_spans_per_s": round(spans / (read["cpu_s"] - read["import_cpu_s"])),
+               "read_spans_per_s_incl_import": round(spans / read["cpu_s"]),
                "replay_spans_per_s_cpu": round(spans / full["cpu_s"]),
                "replay_spans_per_s_wall": round(spans / full["wall_s"]),
                "replay_wall_s": round(full["wall_s"], 1), "replay_exit": full["code"],
                "peak_rss_mb": round(full["peak_rss_mb"], 1), "read_peak_rss_mb": round(read["peak_rss_mb"], 1)}
+        if base is not None:
+            row["baseline_read_spans_per_s"] = round(base["spans"] / (base["cpu_s"] - base["import_cpu_s"]))
+            row["baseline_read_peak_rss_mb"] = round(base["peak_rss_mb"], 1)
         results.append(row)
-        print(f"{runs:>7} runs {spans:>9} spans {row['file_mb']:>7} MB | read {row['read_spans_per_s']:>7}/s | "
+        vs = f" (baseline {row['baseline_read_spans_per_s']:>7}/s)" if base is not None else ""
+        print(f"{runs:>7} runs {spans:>9} spans {row['file_mb']:>7} MB | read {row['read_spans_per_s']:>7}/s{vs} | "
               f"replay {row['replay_spans_per_s_cpu']:>7}/s cpu {row['replay_spans_per_s_wall']:>7}/s wall "
               f"({row['replay_wall_s']} s) | peak RSS {row['peak_rss_mb']} MB", file=sys.stderr)
         if not a.keep and not a.dir:
