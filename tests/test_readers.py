@@ -178,6 +178,9 @@ def test_plain_json_fallback_reads_the_same(spans: list[ReadableSpan], tmp_path:
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
     with_orjson = [fields(s) for s in read(path)[0]]
+    from otel_agenteval.replay import readers
+
+    monkeypatch.setattr(readers, "typed_request", None)  # the dict path, parsed by json
     monkeypatch.setattr(decode, "_loads", json.loads)
     assert [fields(s) for s in read(path)[0]] == with_orjson
 
@@ -227,6 +230,12 @@ _ODD_SPANS = {
         {"key": "by", "value": {"bytesValue": "AAE="}}, {"key": "e", "value": {}},
         {"key": "nostr", "value": {"stringValue": None}}, {"key": "both", "value": {"intValue": "1", "stringValue": "s"}},
         {"key": "nonstr", "value": {"stringValue": 5}}]},
+    "value kinds": {"attributes": [
+        {"key": "i", "value": {"intValue": "7"}}, {"key": "n", "value": {"intValue": -8}},
+        {"key": "b", "value": {"boolValue": False}}, {"key": "d", "value": {"doubleValue": 2}},
+        {"key": "a", "value": {"arrayValue": {"values": [_SV, {"doubleValue": "1.5"}]}}},
+        {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "x", "value": {"intValue": "1"}}]}}},
+        {"key": "by", "value": {"bytesValue": "AAE="}}, {"key": "e", "value": {}}, {"key": "s", "value": _SV}]},
     "duplicate keys": {"attributes": [{"key": "k", "value": {"intValue": "1"}}, {"key": "k", "value": _SV},
                                       {"key": "j", "value": _SV}, {"key": "j", "value": {"intValue": "2"}}]},
     "value missing": {"attributes": [{"key": "k"}]}, "value is null": {"attributes": [{"key": "k", "value": None}]}, "key missing": {"attributes": [{"value": _SV}]},
@@ -347,3 +356,93 @@ def test_protobuf_fast_path_reads_each_form_as_the_reference(case: str) -> None:
     assert len(out) + len(rejects) == 1 and (rejects[0] if rejects else fields(out[0])) == expected
     if case == "common":
         assert out[0].attributes == {"k": "v", "empty": "", "i": 0}
+
+
+# --- the typed path (msgspec, when installed) reads every record as the dict path does ----------
+def _request(spans: list[Any], resource: Any = _GONE, **rs: Any) -> dict[str, Any]:
+    doc_rs: dict[str, Any] = {"scopeSpans": [{"scope": {"name": "s"}, "spans": spans}], **rs}
+    if resource is not _GONE:
+        doc_rs["resource"] = resource
+    return {"resourceSpans": [doc_rs]}
+
+
+_ODD_REQUESTS: dict[str, Any] = {
+    "no resource": _request([_span()]), "null resource": _request([_span()], None),
+    "empty resource": _request([_span()], {}),
+    "resource values": _request([_span()], {"attributes": [{"key": "n", "value": {"intValue": 3}}], "x": 1}),
+    "resource null attributes": _request([_span()], {"attributes": None}),
+    "old scope name": {"resourceSpans": [{"instrumentationLibrarySpans": [{"spans": [_span()]}]}]},
+    "null spans": {"resourceSpans": [{"scopeSpans": [{"spans": None}]}]},
+    "spans object": {"resourceSpans": [{"scopeSpans": [{"spans": {"a": 1}}]}]},
+    "null scopeSpans": {"resourceSpans": [{"scopeSpans": None}]}, "empty": {"resourceSpans": []},
+    "null resourceSpans": {"resourceSpans": None}, "extra keys": {"resourceSpans": [], "x": [1]},
+    "two resources": {"resourceSpans": [_request([_span()])["resourceSpans"][0],
+                                        _request([_span(traceId=_T2)], {})["resourceSpans"][0]]},
+    "event forms": _request([_span(events=[{"name": None}]), _span(events=[{}]), _span(events=[{"timeUnixNano": ""}])]),
+    "status forms": _request([_span(status={"code": "2"}), _span(status={"x": 1}), _span(status=None),
+                              _span(status={"code": 1, "message": ""}), _span(status={"code": "STATUS_CODE_OK"})]),
+    "status null message": _request([_span(status={"message": None})]),
+    "float times": _request([_span(startTimeUnixNano=5.0, endTimeUnixNano=9.7)]),
+    "float flags": _request([_span(flags=256.0)]), "bool kind": _request([_span(kind=True)]),
+    "big ints": _request([_span(attributes=[{"key": "b", "value": {"intValue": str(1 << 70)}}])]),
+    "big int number": _request([_span(attributes=[{"key": "b", "value": {"intValue": 1 << 70}}])]),
+    "int value as float": _request([_span(attributes=[{"key": "b", "value": {"intValue": 2.0}}])]),
+    "both values": _request([_span(attributes=[{"key": "b", "value": {"boolValue": None, "doubleValue": 1}}])]),
+    "sdk span": {"context": {"trace_id": "0x" + _T, "span_id": "0x" + _S}, "name": "n", "resourceSpans": []},
+    **{f"span: {k}": _request([_span(**v) if isinstance(v, dict) else v]) for k, v in _ODD_SPANS.items()},
+}
+
+
+def _dict_path(data: bytes) -> tuple[Any, list[str]]:
+    rejects: list[str] = []
+    try:
+        got = [fields(s) for s in decode.spans_from_json(decode.parse(data), "w", rejects.append)]
+    except (decode.Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return f"w: {decode.why(exc)}", rejects
+    return got, rejects
+
+
+@pytest.mark.parametrize("case", sorted(_ODD_REQUESTS))
+def test_typed_path_reads_each_form_as_the_dict_path(case: str) -> None:
+    pytest.importorskip("msgspec")
+    assert decode.typed_request is not None
+    for data in (json.dumps(_ODD_REQUESTS[case]).encode(), json.dumps(_ODD_REQUESTS[case], indent=2).encode()):
+        typed = decode.typed_request(data)
+        expected, rejects = _dict_path(data)
+        if typed is not None:  # taken: exactly the spans of the dict path, and nothing it rejects
+            assert rejects == [] and [fields(s) for s in typed] == expected
+
+
+@pytest.mark.parametrize("case", ["span: common", "span: no parent", "span: remote parent", "span: base64 ids",
+                                  "span: error", "span: events", "span: value kinds", "span: no kind",
+                                  "span: kind name", "span: no status", "span: int times", "span: duplicate keys",
+                                  "two resources", "resource values", "old scope name", "status forms"])
+def test_usual_requests_take_the_typed_path(case: str) -> None:
+    pytest.importorskip("msgspec")
+    assert decode.typed_request is not None
+    data = json.dumps(_ODD_REQUESTS[case]).encode()
+    typed = decode.typed_request(data)
+    assert typed is not None and [fields(s) for s in typed] == _dict_path(data)[0]
+
+
+def test_odd_numbers_leave_the_typed_path(tmp_path: Path) -> None:
+    """Odd forms are not guessed at: each is read (or named) by the dict path, as before."""
+    pytest.importorskip("msgspec")
+    assert decode.typed_request is not None
+    for odd in ({"startTimeUnixNano": "5.0"}, {"endTimeUnixNano": "1e3"}, {"flags": "768"}, {"traceId": "0" * 32},
+                {"attributes": [{"key": "k", "value": {"stringValue": None}}]}):
+        assert decode.typed_request(json.dumps(_request([_span(**odd)])).encode()) is None
+
+
+@pytest.mark.parametrize("fmt", sorted(tf.WRITERS))
+def test_typed_and_dict_paths_read_every_format_alike(fmt: str, spans: list[ReadableSpan], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_agenteval.replay import readers
+
+    write, ext = tf.WRITERS[fmt]
+    path = write(spans, tmp_path / f"traces{ext}")
+    got, counts, rejects = read(path)
+    monkeypatch.setattr(readers, "typed_request", None)
+    got_dict, counts_dict, rejects_dict = read(path)
+    assert [fields(s) for s in got] == [fields(s) for s in got_dict]
+    assert (counts.as_dict(), rejects) == (counts_dict.as_dict(), rejects_dict)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .decode import Bad, end_time, parse, spans_from_json, why
+from .decode import Bad, end_time, parse, spans_from_json, typed_request, why
 from .spanview import RecordedSpan
 
 __all__ = ["InputError", "ReadCounts", "RejectedInput", "iter_batches", "iter_spans", "read_file"]
@@ -64,6 +64,7 @@ class ReadCounts:
 # --- files -------------------------------------------------------------------------------------
 _WS = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 byte order mark
 _ZSTD = b"\x28\xb5\x2f\xfd"
+_OTLP_HEAD = b'"resourceSpans"'
 
 
 def _open(path: Path) -> tuple[IO[bytes], IO[bytes] | None]:
@@ -207,18 +208,25 @@ def gc_paused() -> Iterator[None]:
 
 def _record(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str], None]) -> list[RecordedSpan]:
     with gc_paused():
-        try:
-            value = parse(data)
-        except ValueError as exc:
-            reject(f"{where}: not valid JSON: {exc}")
-            return []
-        counts.records += 1
-        try:
-            spans = spans_from_json(value, where, reject)
-        except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
-            reject(f"{where}: {why(exc)}")
-            return []
-        del value
+        # an OTLP request (its first key tells) is read typed when it can be; else, or when
+        # that gives up, as parsed dicts: the same spans, and the reader that names errors
+        typed = typed_request(data) if typed_request is not None and _OTLP_HEAD in data[:64] else None
+        if typed is not None:
+            counts.records += 1
+            spans = typed
+        else:
+            try:
+                value = parse(data)
+            except ValueError as exc:
+                reject(f"{where}: not valid JSON: {exc}")
+                return []
+            counts.records += 1
+            try:
+                spans = spans_from_json(value, where, reject)
+            except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+                reject(f"{where}: {why(exc)}")
+                return []
+            del value
     if len(spans) > 1:
         spans.sort(key=end_time)  # stable, and one pass when already in end order
     counts.spans += len(spans)
