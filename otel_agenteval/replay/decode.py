@@ -1,8 +1,13 @@
-"""Parsed JSON records -> :class:`RecordedSpan`: OTLP/JSON requests and the SDK's ``to_json``.
+"""JSON records -> :class:`RecordedSpan`: OTLP/JSON requests and the SDK's ``to_json``.
 
 Pure functions over values ``orjson``/``json`` returned; file handling is in :mod:`.readers`,
 protobuf in :mod:`.protobuf`. A bad span raises :class:`Bad` naming the field; a bad span
 inside a request is passed to ``reject`` and the rest of the request is kept.
+
+Three ways, one result: ``_otlp_json_span`` reads any form and names what is wrong (the
+reference); ``_otlp_json_spans`` reads the usual forms of parsed dicts inline and hands any
+other span to the reference; ``typed_request`` (with msgspec) decodes a whole request straight
+into structs, and gives it back to the dict path when anything in it is unusual.
 """
 
 from __future__ import annotations
