@@ -47,7 +47,8 @@ class PlainHistogram:
         self._le = [floatToGoString(b) for b in self.bounds] + ["+Inf"]
         self.values: dict[Key, list[Any]] = {}  # key -> [counts..., sum, exemplars]
 
-    def _series(self, key: Key) -> list[Any]:
+    def series(self, key: Key) -> list[Any]:
+        """The series of ``key``: ``[bucket counts, sum, exemplars]``, for writers that inline :meth:`observe`."""
         s = self.values.get(key)
         if s is None:
             n = len(self.bounds) + 1
@@ -55,10 +56,10 @@ class PlainHistogram:
         return s
 
     def touch(self, key: Key) -> None:
-        self._series(key)
+        self.series(key)
 
     def observe(self, key: Key, value: float, trace_id: str | None = None) -> None:
-        s = self._series(key)
+        s = self.series(key)
         i = bisect_left(self.bounds, value)  # first bucket whose upper bound is >= value
         s[0][i] += 1
         s[1] += value

@@ -11,21 +11,45 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import structlog
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
 from . import confirmations, extract
-from .policy import Policy, PolicyError
+from .extract import AGENT, FAST_SPANS, LLM, OP_KIND, TOOL, SpanToolStep, SpanView
+from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule, builtin_rules
-from .trajectory import AgentSpan, Conversation, LLMCall, ToolStep, Trajectory, short_hash
+from .trajectory import NO_LIMITS, AgentSpan, Conversation, Limits, LLMCall, ToolStep, Trajectory, short_hash
 from .violation import Violation
 
 log = structlog.get_logger("otel_agenteval")
 
 Sink = Callable[[Violation], None]
 FinishSink = Callable[[Trajectory, list[str]], None]
+
+_ERROR = StatusCode.ERROR
+_EMPTY: dict[str, Any] = {}
+_INF = float("inf")
+_start_ns = attrgetter("start_ns")
+_tool_of = attrgetter("tool")
+
+
+def limits_of(budget: Budget) -> Limits:
+    """A budget as the numbers the hot path compares against (no limit: infinity).
+
+    The duration limit is a hair early in ns so the gate never misses what the rule, working
+    in seconds, would count as over; the rule itself decides.
+    """
+    def lim(v: float | None) -> float:
+        return _INF if v is None else v
+
+    dur = budget.max_duration_s
+    return (lim(budget.max_steps), lim(budget.max_llm_calls), lim(budget.max_tokens), lim(budget.max_cost_usd),
+            _INF if dur is None else dur * 1e9 * (1 - 1e-9), budget.max_repeats is not None)
 
 
 class _Root:
@@ -57,15 +81,12 @@ class _Root:
         self.is_agent = False  # the key span was an agent span when it started
 
 
-def _service(span: Any) -> str:
-    res = span.resource
-    name = res.attributes.get(sc.SERVICE_NAME) if res is not None else None
-    return str(name) if name else "unknown"
-
-
 def _is_local_root(span: Any) -> bool:
-    parent = span.parent
-    return parent is None or parent.is_remote
+    parent = span._parent
+    return parent is None or bool(parent[2])
+
+
+_SPAN_HOLDERS = ("check", "root", "last_chat", "prev_chat", "confirmed", "repeats")
 
 
 class Engine:
@@ -77,7 +98,10 @@ class Engine:
         "_conversations",
         "_disabled",
         "_evicted",
+        "_gated",
+        "_gated_any",
         "_late_memory",
+        "_limits",
         "_lock",
         "_max_conv",
         "_max_open",
@@ -96,6 +120,9 @@ class Engine:
         "_recent_done",
         "_routes",
         "_rules",
+        "_services",
+        "_span_counts",
+        "_success_tools",
         "_tool_counts",
         "_tool_scope",
         "_trace_roots",
@@ -155,38 +182,61 @@ class Engine:
             "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
         }
         self._tool_counts: dict[tuple[str, str, str, bool], int] = self.stats["tool_calls"]
+        self._span_counts: dict[str, int] = self.stats["spans"]
         self._prices: dict[str | None, tuple[float, float]] = {}  # model -> USD per token (in, out)
+        self._limits: dict[str, Any] = {}  # agent -> its budget as numbers (see limits_of)
+        self._services: dict[int, tuple[Any, str]] = {}  # id(resource) -> (resource, service.name)
+        self._success_tools = frozenset(policy.outcome.success_when)
 
     # --- front door: span start (in process only) ---------------------------------------------
-    def start(self, span: Any) -> None:
-        parent = span.parent
-        ctx = span.context
-        routes = self._routes
-        root = None if parent is None or parent.is_remote else routes.get(parent.span_id)
-        op = extract.attributes_of(span).get(sc.OPERATION_NAME)  # decided without a call when set
-        agent = op == sc.OP_INVOKE_AGENT if op is not None else extract.is_agent_at_start(span)
-        if root is not None and not agent:
-            # the common case: a span inside a known run. Dict reads and writes are atomic,
-            # so no lock; an evicted route (bounded map) is counted and the span goes by trace.
-            routes[ctx.span_id] = root
-            if len(routes) > self._max_routes:
-                self._drop_route()
-            return
-        with self._lock:
-            if root is None or (agent and not root.is_agent):
-                # a local root, or the outermost agent span under a non-agent root
-                root = _Root(ctx.span_id, ctx.trace_id, span.start_time or 0, _service(span))
-                start_attrs = extract.attributes_of(span)
-                if start_attrs:
-                    root.attributes.update(start_attrs)
-                if agent:
-                    root.is_agent = True
-                    self._name_at_start(root, span, own=True)
-            elif agent:
-                self._name_at_start(root, span, own=False)
-            routes[ctx.span_id] = root
-            if len(routes) > self._max_routes:
-                self._drop_route()
+    def start(self, span: Any, parent_context: Any = None) -> None:
+        try:
+            if type(span) not in FAST_SPANS:
+                span = SpanView(span)
+            parent = span._parent
+            ctx = span._context
+            routes = self._routes
+            root = None if parent is None or parent[2] else routes.get(parent[1])
+            a = span._attributes
+            op = (a._dict if type(a) is BoundedAttributes else (a or _EMPTY)).get(sc.OPERATION_NAME)
+            agent = op == sc.OP_INVOKE_AGENT if op is not None else extract.is_agent_at_start(span)
+            if root is not None and not agent:
+                # the common case: a span inside a known run. Dict reads and writes are atomic,
+                # so no lock; an evicted route (bounded map) is counted and the span goes by trace.
+                routes[ctx[1]] = root
+                if len(routes) > self._max_routes:
+                    self._drop_route()
+                return
+            with self._lock:
+                if root is None or (agent and not root.is_agent):
+                    # a local root, or the outermost agent span under a non-agent root
+                    root = _Root(ctx[1], ctx[0], span._start_time or 0, self._service(span))
+                    start_attrs = extract.attributes_of(span)
+                    if start_attrs:
+                        root.attributes.update(start_attrs)
+                    if agent:
+                        root.is_agent = True
+                        self._name_at_start(root, span, own=True)
+                elif agent:
+                    self._name_at_start(root, span, own=False)
+                routes[ctx[1]] = root
+                if len(routes) > self._max_routes:
+                    self._drop_route()
+        except Exception:
+            self.stats["errors"]["on_start"] += 1
+
+    def _service(self, span: Any) -> str:
+        """``service.name`` of a span's resource; looked up once per resource object (bounded)."""
+        res = span._resource
+        hit = self._services.get(id(res))
+        if hit is not None and hit[0] is res:
+            return hit[1]
+        name = res.attributes.get(sc.SERVICE_NAME) if res is not None else None
+        service = str(name) if name else "unknown"
+        if len(self._services) >= 64:
+            self._services.clear()
+        self._services[id(res)] = (res, service)  # holds res: its id is not reused while cached
+        return service
 
     def _drop_route(self) -> None:
         routes = self._routes
@@ -216,60 +266,104 @@ class Engine:
         t = root.traj
         if t is not None and t.agent_name != name:
             t.agent_name = name
+            t.limits = self._limits_for(name)
             t.extra["check"] = None
+
+    def _limits_for(self, agent: str) -> Any:
+        lim = self._limits.get(agent)
+        if lim is None:
+            lim = limits_of(self.policy.budget_for(agent)) if self._gated_any else NO_LIMITS
+            if len(self._limits) < 1024:  # agent names come from spans: bound the cache
+                self._limits[agent] = lim
+        return lim
 
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:
-        attrs = extract.attributes_of(span)
-        op = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
-        kind = extract.OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
-        item: ToolStep | LLMCall | AgentSpan | confirmations.Confirmation | None
-        if kind is None:
-            item = None
-        elif kind is extract.TOOL:
-            item = extract.tool_step(span, attrs)
-        elif kind is extract.LLM:
-            item = extract.llm_call(span, attrs)
-        elif kind is extract.AGENT:
-            item = extract.agent_span(span, attrs)
-        else:
-            item = confirmations.from_span(span)
-        with self._lock:
-            out = self._end_locked(span, kind, item)
-        if out is not None:
-            self._deliver(*out)
+        try:
+            if type(span) not in FAST_SPANS:
+                span = SpanView(span)
+            a = span._attributes
+            attrs = a._dict if type(a) is BoundedAttributes else (a or _EMPTY)
+            op: Any = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
+            kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
+            ctx = span._context
+            if kind is TOOL:
+                tool = attrs.get(sc.TOOL_NAME)
+                item: Any = SpanToolStep(
+                    tool if type(tool) is str and tool else extract.tool_name(span, attrs), span._start_time or 0,
+                    span._end_time or 0, ctx[1], ctx[0],
+                    span._status._status_code is not _ERROR and attrs.get(sc.TOOL_STATUS) != "error",
+                    attrs, span._events)
+            elif kind is LLM:
+                item = extract.usage(attrs)
+            elif kind is AGENT:
+                item = extract.agent_span(span, attrs)
+            elif kind is None:
+                item = None
+            else:
+                item = confirmations.from_span(span)
+            sid = ctx[1]
+            end_ns = span._end_time or 0
+            with self._lock:
+                if end_ns > self._now:
+                    self._now = end_ns
+                root = self._routes.pop(sid, None)
+                t = root.traj if root is not None else None
+                if t is None or item is None or sid == root.key or root.done or (  # type: ignore[union-attr]
+                        self._needs_confirmations and span._events):
+                    out = self._end_slow(span, kind, item, attrs, root, end_ns)
+                else:  # the common case: a step inside an open run, reached through its route
+                    self._span_counts[kind] += 1  # type: ignore[index]
+                    self._open.move_to_end(t.key)
+                    t.last_seen_ns = end_ns
+                    violations: list[Violation] = []
+                    if kind is TOOL:
+                        self._tool(root, t, item, violations)  # type: ignore[arg-type]
+                    elif kind is LLM:
+                        self._llm(t, span, attrs, item, violations)
+                    elif kind is AGENT:
+                        self._agent(root, t, item, False)  # type: ignore[arg-type]
+                    else:
+                        confirmations.keep(t.extra, item)
+                    if self._now >= self._next_sweep or self._evicted:
+                        out = self._with_swept(violations, [])
+                    else:
+                        out = (violations, ()) if violations else None
+            if out is not None:
+                self._deliver(*out)
+        except Exception:
+            self.stats["errors"]["on_end"] += 1
 
-    def _end_locked(self, span: Any, kind: str | None, item: Any) -> Any:
+    def _end_slow(self, span: Any, kind: str | None, item: Any, attrs: Any, routed: _Root | None,
+                  end_ns: int) -> Any:
+        """Everything but a step inside an open run: roots, spans keyed by trace, late spans."""
         stats = self.stats
-        stats["spans"][kind or "other"] += 1
-        ctx = span.context
-        end_ns = span.end_time or 0
-        if end_ns > self._now:
-            self._now = end_ns
-        sid = ctx.span_id
-        routed = self._routes.pop(sid, None)
+        self._span_counts[kind or "other"] += 1
+        ctx = span._context
+        sid = ctx[1]
         by_trace = routed is None
         if routed is not None:
             root = routed
         else:
-            traced = self._trace_roots.get(ctx.trace_id)
+            tid = ctx[0]
+            traced = self._trace_roots.get(tid)
             if traced is None:
-                if ctx.trace_id in self._recent_done:
+                if tid in self._recent_done:
                     stats["late"] += 1
                     return None
                 if item is None:  # no agent activity seen in this trace: nothing to keep
-                    swept = self._maybe_sweep()
-                    return swept
-                traced = _Root(ctx.trace_id, ctx.trace_id, span.start_time or 0, _service(span))
-                self._trace_roots[ctx.trace_id] = traced
+                    return self._with_swept([], []) if self._now >= self._next_sweep or self._evicted else None
+                traced = _Root(tid, tid, span._start_time or 0, self._service(span))
+                self._trace_roots[tid] = traced
             root = traced
         if root.done:
             stats["late"] += 1
             return None
-        if self._needs_confirmations and extract.events_of(span):
+        if self._needs_confirmations and span._events:
             for conf in confirmations.from_events(span):
                 confirmations.keep(self._trajectory(root, span).extra, conf)
         violations: list[Violation] = []
+        is_root_end = _is_local_root(span) if by_trace else sid == root.key
         if item is not None:
             t = root.traj
             if t is None:
@@ -277,49 +371,46 @@ class Engine:
             else:
                 self._open.move_to_end(root.key)
             t.last_seen_ns = end_ns
-            if kind is extract.TOOL:
-                self._tool(t, item, violations)
-            elif kind is extract.LLM:
-                self._llm(t, item, violations)
-                if self._needs_content:  # the latest model call's messages, for confirmation/grounding
-                    t.extra["prev_chat"] = t.extra.get("last_chat")
-                    t.extra["last_chat"] = (end_ns, span)
-            elif kind is extract.CONFIRMATION:
-                confirmations.keep(t.extra, item)
+            if kind is TOOL:
+                self._tool(root, t, item, violations)
+            elif kind is LLM:
+                self._llm(t, span, attrs, item, violations)
+            elif kind is AGENT:
+                self._agent(root, t, item, is_root_end)
             else:
-                own = _is_local_root(span) if by_trace else sid == root.key
-                self._agent(root, t, item, own)
-        is_root_end = _is_local_root(span) if by_trace else sid == root.key
+                confirmations.keep(t.extra, item)
         finished = None
         if is_root_end:
-            end_attrs = extract.attributes_of(span)
-            if end_attrs:
-                root.attributes.update(end_attrs)
+            if attrs:
+                root.attributes.update(attrs)
             if by_trace:
                 del self._trace_roots[root.key]
                 self._remember_done(root.key)
             if root.traj is not None and root.traj.root is None:
                 outcome, ok = extract.root_outcome(span)
-                root.traj.root = AgentSpan(name=None, span_id=ctx.span_id, trace_id=ctx.trace_id,
-                                           start_ns=span.start_time or 0, end_ns=end_ns, ok=ok,
-                                           is_root=True, outcome=outcome)
+                root.traj.root = AgentSpan(name=None, span_id=sid, trace_id=ctx[0], start_ns=span._start_time or 0,
+                                           end_ns=end_ns, ok=ok, is_root=True, outcome=outcome)
             finished = self._finalise(root, "root_end", end_ns, violations)
-        swept = self._maybe_sweep() if self._now >= self._next_sweep or self._evicted else None
-        if not violations and finished is None and swept is None:
-            return None
         done = [finished] if finished is not None else []
+        if self._now >= self._next_sweep or self._evicted:
+            return self._with_swept(violations, done)
+        return (violations, done) if violations or done else None
+
+    def _with_swept(self, violations: list[Violation], done: list[Trajectory]) -> Any:
+        swept = self._maybe_sweep()
         if swept is not None:
             violations.extend(swept[0])
             done.extend(swept[1])
-        return violations, done
+        return (violations, done) if violations or done else None
 
     # --- assemble -------------------------------------------------------------------------------
     def _trajectory(self, root: _Root, span: Any) -> Trajectory:
         t = root.traj
         if t is None:
-            start = root.start_ns or span.start_time or 0
-            t = Trajectory(key=root.key, trace_id=root.trace_id, service_name=root.service,
-                           started_ns=start, agent_name=root.agent_name or "unknown", last_seen_ns=start)
+            start = root.start_ns or span._start_time or 0
+            agent = root.agent_name or "unknown"
+            t = Trajectory(key=root.key, trace_id=root.trace_id, service_name=root.service, started_ns=start,
+                           agent_name=agent, last_seen_ns=start, limits=self._limits_for(agent))
             t.extra["root"] = root
             t.root_attributes = root.attributes
             root.traj = t
@@ -358,16 +449,22 @@ class Engine:
     def _check(self, t: Trajectory) -> Check:
         c: Check | None = t.extra.get("check")
         if c is None:
-            c = Check(t, self.policy, self.policy.budget_for(t.agent_name))
+            budget = self.policy.budget_for(t.agent_name)
+            c = Check(t, self.policy, budget, t.limits is not NO_LIMITS or None)
             t.extra["check"] = c
         return c
 
     def _dispatch(self, policy: Policy) -> None:
-        """Decide once which rules look at which events (and tools), from their declarations."""
+        """Decide once which rules look at which events (and tools), from their declarations.
+
+        Rules declared ``over_budget`` are left out of the per-event lists: the engine compares
+        the run's counts with its budget inline and calls them only for an event that crosses it.
+        """
         self._by_event: dict[type, tuple[Rule, ...]] = {}
+        self._gated: dict[type, tuple[Rule, ...]] = {}
         self._tool_scope: list[tuple[Rule, frozenset[str] | None]] = []
         for kind in (ToolStep, LLMCall, Finish):
-            chosen = []
+            chosen, gated = [], []
             for rule in self._rules:
                 if kind not in getattr(rule, "agenteval_events", (kind,)):
                     continue
@@ -375,10 +472,15 @@ class Engine:
                 tools = scope(policy) if scope is not None else None
                 if tools is not None and not tools:
                     continue  # nothing in this policy for it to look at
+                if getattr(rule, "agenteval_over_budget", False):
+                    gated.append(rule)
+                    continue
                 if kind is ToolStep:
                     self._tool_scope.append((rule, tools))
                 chosen.append(rule)
             self._by_event[kind] = tuple(chosen)
+            self._gated[kind] = tuple(gated)
+        self._gated_any = any(self._gated.values())
         self._per_tool: dict[str, tuple[Rule, ...]] = {}
         self._llm_rules = self._by_event[LLMCall]
         self._writes = policy.write_tools
@@ -393,12 +495,7 @@ class Engine:
                 self._per_tool[event.tool] = rules
         return rules
 
-    def _run_rules(self, event: Any, t: Trajectory, out: list[Violation],
-                   rules: tuple[Rule, ...] | None = None) -> None:
-        if rules is None:
-            rules = self._rules_for(event)
-            if not rules:
-                return
+    def _run_rules(self, event: Any, t: Trajectory, out: list[Violation], rules: tuple[Rule, ...]) -> None:
         check = self._check(t)
         for rule in rules:
             try:
@@ -410,49 +507,71 @@ class Engine:
             except Exception:  # a broken rule must not break the host or the other rules
                 self.stats["errors"]["rule"] += 1
 
-    def _tool(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
+    def _tool(self, root: _Root, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
         if t.conversation_id is None:
             self._bind_conversation(t, step.conversation_id)
-        root = t.extra["root"]
         if not root.named:
             name = step.agent_name
             if name:
                 self._set_name(root, name, named=True)
-        rules = self._per_tool.get(step.tool)
+        tool = step.tool
+        rules = self._per_tool.get(tool)
         if rules is None:
             rules = self._rules_for(step)
         if rules:
             self._run_rules(step, t, out, rules)
-        t.tool_calls += 1
+        n = t.tool_calls + 1
+        lim = t.limits
+        if n > lim[0] or lim[5] or step.end_ns - t.started_ns > lim[4]:
+            self._run_rules(step, t, out, self._gated[ToolStep])
+        t.tool_calls = n
+        ok = step.ok
         counts = self._tool_counts
-        key = (t.service_name, t.agent_name, step.tool if len(counts) < self._max_tool_keys else "other", step.ok)
+        key = (t.service_name, t.agent_name, tool if len(counts) < self._max_tool_keys else "other", ok)
         counts[key] = counts.get(key, 0) + 1
-        if not step.ok:
+        if not ok:
             t.tool_errors += 1
-        if len(t.steps) < self._max_steps:
-            step.index = len(t.steps)
-            t.steps.append(step)
+        elif tool in self._success_tools:
+            t.succeeded = True
+        steps = t.steps
+        if len(steps) < self._max_steps:
+            step.index = len(steps)
+            steps.append(step)
         else:
             t.steps_dropped += 1
             self.stats["steps_dropped"] += 1
-        if step.tool in self._writes:
-            (t.writes_ok if step.ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
-        if step.tool in self._confirmation_tools:
+        if tool in self._writes:
+            (t.writes_ok if ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
+        if tool in self._confirmation_tools:
             conf = confirmations.from_tool_step(step, self.policy)
             if conf is not None:
                 confirmations.keep(t.extra, conf)
 
-    def _llm(self, t: Trajectory, call: LLMCall, out: list[Violation]) -> None:
+    def _llm(self, t: Trajectory, span: Any, attrs: Any, usage: tuple[str | None, int, int],
+             out: list[Violation]) -> None:
+        model, inp, outp = usage
         if t.conversation_id is None:
-            self._bind_conversation(t, call.conversation_id)
-        price = self._prices.get(call.model) or self._price(call.model)
-        call.cost_usd = call.input_tokens * price[0] + call.output_tokens * price[1]
-        if self._llm_rules:
-            self._run_rules(call, t, out, self._llm_rules)
-        t.llm_calls += 1
-        t.input_tokens += call.input_tokens
-        t.output_tokens += call.output_tokens
-        t.cost_usd += call.cost_usd
+            self._bind_conversation(t, extract.conversation(attrs))
+        price = self._prices.get(model) or self._price(model)
+        cost = inp * price[0] + outp * price[1]
+        n = t.llm_calls + 1
+        lim = t.limits
+        gate = (n > lim[1] or t.input_tokens + t.output_tokens + inp + outp > lim[2] or t.cost_usd + cost > lim[3]
+                or (span._end_time or 0) - t.started_ns > lim[4])
+        if gate or self._llm_rules:  # only then is the call needed as an object
+            call = extract.llm_call(span, attrs)
+            call.cost_usd = cost
+            if self._llm_rules:
+                self._run_rules(call, t, out, self._llm_rules)
+            if gate:
+                self._run_rules(call, t, out, self._gated[LLMCall])
+        t.llm_calls = n
+        t.input_tokens += inp
+        t.output_tokens += outp
+        t.cost_usd += cost
+        if self._needs_content:  # the latest model call's messages, for confirmation/grounding
+            t.extra["prev_chat"] = t.extra.get("last_chat")
+            t.extra["last_chat"] = (span._end_time or 0, span)
 
     def _price(self, model: str | None) -> tuple[float, float]:
         """USD per input and output token for a model (the policy's table), cached per model name."""
@@ -476,34 +595,50 @@ class Engine:
         if t is None:
             return None
         self._open.pop(t.key, None)
-        t.last_seen_ns = max(t.last_seen_ns, end_ns)
+        if end_ns > t.last_seen_ns:
+            t.last_seen_ns = end_ns
         r = t.root
         if t.llm_calls == 0 and r is not None and (r.input_tokens or r.output_tokens):
             t.input_tokens, t.output_tokens = r.input_tokens, r.output_tokens
             price = self._prices.get(r.model) or self._price(r.model)
             t.cost_usd = r.input_tokens * price[0] + r.output_tokens * price[1]
-        self._run_rules(Finish(end_ns=end_ns, reason=reason), t, out)
+        lim = t.limits
+        rules = self._by_event[Finish]
+        gate = ((t.llm_calls == 0 and t.input_tokens + t.output_tokens > lim[2]) or t.cost_usd > lim[3]
+                or end_ns - t.started_ns > lim[4])
+        if rules or gate:
+            event = Finish(end_ns=end_ns, reason=reason)
+            if rules:
+                self._run_rules(event, t, out, rules)
+            if gate:
+                self._run_rules(event, t, out, self._gated[Finish])
         t.outcome = self._outcome(t, reason)
-        t.steps.sort(key=lambda s: s.start_ns)
-        for i, s in enumerate(t.steps):
-            s.index = i
+        steps = t.steps
+        starts = list(map(_start_ns, steps))
+        if starts != sorted(starts):  # spans end out of start order now and then
+            steps.sort(key=_start_ns)
+            for i, s in enumerate(steps):
+                s.index = i
         conv = t.conversation
         if conv is not None:
             for k, v in t.writes_ok.items():
                 conv.writes_ok.setdefault(k, v)
             for k, v in t.writes_failed.items():
                 conv.writes_failed.setdefault(k, v)
-            conv.last_seen_ns = max(conv.last_seen_ns, t.last_seen_ns)
+            if t.last_seen_ns > conv.last_seen_ns:
+                conv.last_seen_ns = t.last_seen_ns
             for conf in t.extra.get("confirmations", ()):
                 if not conf.used:  # a yes given in this turn may authorise a write in the next
                     confirmations.keep(conv.extra, conf)
             if self._needs_content:
                 texts = conv.extra.setdefault("grounding_texts", [])
-                texts.extend(x for s in t.steps if (x := extract.result_text(s.raw_result)))
+                texts.extend(x for s in steps if (x := extract.result_text(s.raw_result)))
                 del texts[:-32]
         t.finished = True
-        for key in ("check", "root", "last_chat", "prev_chat", "confirmed", "repeats"):
-            t.extra.pop(key, None)  # drop span references: a finished trajectory holds no spans
+        extra = t.extra
+        for key in _SPAN_HOLDERS:
+            if key in extra:
+                del extra[key]  # drop span references: a finished trajectory holds no spans
         return t
 
     def _outcome(self, t: Trajectory, reason: str) -> Any:
@@ -512,8 +647,7 @@ class Engine:
         r = t.root
         if r is not None and r.outcome in ("success", "failure"):
             return r.outcome
-        wanted = self.policy.outcome.success_when
-        if wanted and any(s.ok and s.tool in wanted for s in t.steps):
+        if t.succeeded:
             return "success"
         if r is not None and not r.ok:
             return "failure"
@@ -611,9 +745,12 @@ def redundant_calls(t: Trajectory, policy: Policy) -> list[str]:
 
     Groups by the raw argument text first, so a run that calls each tool once parses nothing.
     """
+    steps = t.steps
+    if len(set(map(_tool_of, steps))) == len(steps):
+        return []  # every tool ran once: nothing can repeat
     by_tool: dict[str, list[ToolStep]] = {}
     writes = policy.write_tools
-    for s in t.steps:
+    for s in steps:
         if s.tool not in writes:
             by_tool.setdefault(s.tool, []).append(s)
     out: list[str] = []

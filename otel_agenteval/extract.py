@@ -8,11 +8,12 @@ processor hands real spans, the replay readers hand :class:`~otel_agenteval.repl
 from __future__ import annotations
 
 import json
+from operator import attrgetter, itemgetter
 from typing import Any, Final, Literal
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk import trace as _sdk_trace
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import Status, StatusCode
 
 from . import _semconv as sc
 from .trajectory import AgentSpan, LLMCall, ToolStep
@@ -34,6 +35,69 @@ _SDK_SPANS = frozenset(c for c in (getattr(_sdk_trace, n, None) for n in ("Reada
                        if isinstance(c, type))
 _EMPTY: dict[str, Any] = {}
 
+# Classes whose instances carry the SDK ``ReadableSpan``'s private fields (``_context``,
+# ``_parent``, ``_start_time``, ``_end_time``, ``_status``, ``_attributes``, ``_events``,
+# ``_resource``, ``_name``), contexts indexable as ``(trace_id, span_id, is_remote, ...)``.
+# The engine's hot path reads those fields directly: no property call per field.
+FAST_SPANS: set[type] = set(_SDK_SPANS)
+
+
+class SpanIds(tuple):  # type: ignore[type-arg]
+    """``(trace_id, span_id, is_remote)``: reads like ``SpanContext`` (a tuple too), built in C."""
+
+    __slots__ = ()
+    trace_id = property(itemgetter(0))
+    span_id = property(itemgetter(1))
+    is_remote = property(itemgetter(2))
+
+
+_STATUS: dict[Any, Status] = {code: Status(code) for code in StatusCode}
+
+
+class SpanView:
+    """Any span-shaped object, read once through its public API into the fields the engine reads."""
+
+    __slots__ = ("_attributes", "_context", "_end_time", "_events", "_name", "_parent", "_resource", "_start_time",
+                 "_status")
+
+    def __init__(self, span: Any) -> None:
+        ctx = span.context
+        self._context = SpanIds((ctx.trace_id, ctx.span_id, bool(getattr(ctx, "is_remote", False))))
+        p = span.parent
+        self._parent = None if p is None else SpanIds((p.trace_id, p.span_id, bool(getattr(p, "is_remote", False))))
+        self._name = span.name or ""
+        self._start_time = span.start_time
+        self._end_time = span.end_time
+        st = getattr(span, "status", None)
+        self._status = _STATUS.get(getattr(st, "status_code", None), _STATUS[StatusCode.UNSET])
+        self._attributes = span.attributes or _EMPTY
+        self._events = getattr(span, "events", None) or ()
+        self._resource = getattr(span, "resource", None)
+
+    name = property(attrgetter("_name"))
+    context = property(attrgetter("_context"))
+    parent = property(attrgetter("_parent"))
+    start_time = property(attrgetter("_start_time"))
+    end_time = property(attrgetter("_end_time"))
+    status = property(attrgetter("_status"))
+    attributes = property(attrgetter("_attributes"))
+    events = property(attrgetter("_events"))
+    resource = property(attrgetter("_resource"))
+
+
+FAST_SPANS.add(SpanView)
+
+
+def view(span: Any) -> Any:
+    """The span itself when it carries the SDK's private fields, else a :class:`SpanView` of it."""
+    return span if type(span) in FAST_SPANS else SpanView(span)
+
+
+def register_span_type(cls: type) -> type:
+    """Declare that ``cls`` carries the SDK's private span fields (see :data:`FAST_SPANS`)."""
+    FAST_SPANS.add(cls)
+    return cls
+
 
 def attributes_of(span: Any) -> Any:
     """A span's attributes for reading, as a plain dict where the SDK holds one.
@@ -42,7 +106,7 @@ def attributes_of(span: Any) -> Any:
     ``BoundedAttributes.get`` runs in Python; the processor only reads, so it takes the inner
     dict. Anything else (replayed spans) is read through ``.attributes``.
     """
-    if type(span) in _SDK_SPANS:
+    if type(span) in FAST_SPANS:
         a = span._attributes
         if type(a) is BoundedAttributes:
             return a._dict
@@ -52,7 +116,7 @@ def attributes_of(span: Any) -> Any:
 
 def events_of(span: Any) -> Any:
     """A finished span's events without the SDK's per-access tuple copy (read-only use)."""
-    if type(span) in _SDK_SPANS:
+    if type(span) in FAST_SPANS:
         return span._events or ()
     return span.events or ()
 
@@ -129,13 +193,6 @@ def _name_from_span_name(name: str) -> str | None:
     return None
 
 
-def _is_error(span: Any, attrs: Any) -> bool:
-    code = span.status.status_code
-    if code is StatusCode.ERROR:
-        return True
-    return attrs.get(sc.TOOL_STATUS) == "error"
-
-
 def error_type(span: Any) -> str | None:
     return _error_type(attributes_of(span), span.events)
 
@@ -152,7 +209,7 @@ def _error_type(attrs: Any, events: Any) -> str:
     return "error"
 
 
-def _conversation(attrs: Any) -> str | None:
+def conversation(attrs: Any) -> str | None:
     cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
     return str(cid) if cid else None
 
@@ -229,7 +286,7 @@ class SpanToolStep(ToolStep):
 
     @property
     def conversation_id(self) -> str | None:
-        return _conversation(self._attrs)
+        return conversation(self._attrs)
 
     @property
     def agent_name(self) -> str | None:
@@ -247,11 +304,18 @@ class SpanToolStep(ToolStep):
 
 def tool_step(span: Any, attrs: Any = None) -> ToolStep:
     """A finished tool span as a step. Arguments and results stay in the span: read if needed."""
+    span = view(span)
     if attrs is None:
         attrs = attributes_of(span)
-    ctx = span.context
-    return SpanToolStep(tool_name(span, attrs), span.start_time or 0, span.end_time or 0, ctx.span_id,
-                        ctx.trace_id, not _is_error(span, attrs), attrs, events_of(span))
+    ctx = span._context
+    tool = attrs.get(sc.TOOL_NAME)
+    return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
+                        span._end_time or 0, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events or ())
+
+
+def is_ok(span: Any, attrs: Any) -> bool:
+    """Whether a tool call succeeded: status OK or UNSET and no ``gen_ai.tool.status=error``."""
+    return span._status._status_code is not StatusCode.ERROR and attrs.get(sc.TOOL_STATUS) != "error"
 
 
 def _int(value: Any) -> int:
@@ -263,10 +327,8 @@ def _int(value: Any) -> int:
     return max(0, n)
 
 
-def llm_call(span: Any, attrs: Any = None) -> LLMCall:
-    """A finished model-call span. Tokens are counted here and only here."""
-    if attrs is None:
-        attrs = attributes_of(span)
+def usage(attrs: Any) -> tuple[str | None, int, int]:
+    """(model, input tokens, output tokens) of a model-call span. Tokens are counted from these only."""
     inp = attrs.get(sc.USAGE_INPUT_TOKENS)
     if inp is None:
         inp = attrs.get(sc.USAGE_PROMPT_TOKENS)
@@ -278,28 +340,30 @@ def llm_call(span: Any, attrs: Any = None) -> LLMCall:
         if out is None:
             out = attrs.get(sc.OI_COMPLETION_TOKENS)
     model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get(sc.OI_MODEL_NAME)
-    ctx = span.context
-    cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
+    return (model if type(model) is str else (str(model) if model else None),
+            inp if type(inp) is int and inp >= 0 else _int(inp),
+            out if type(out) is int and out >= 0 else _int(out))
+
+
+def llm_call(span: Any, attrs: Any = None) -> LLMCall:
+    """A finished model-call span."""
+    span = view(span)
+    if attrs is None:
+        attrs = attributes_of(span)
+    model, inp, out = usage(attrs)
+    ctx = span._context
     agent = attrs.get(sc.AGENT_NAME)
-    return LLMCall(
-        model if type(model) is str else (str(model) if model else None),
-        inp if type(inp) is int and inp >= 0 else _int(inp),
-        out if type(out) is int and out >= 0 else _int(out),
-        span.start_time or 0,
-        span.end_time or 0,
-        ctx.span_id,
-        ctx.trace_id,
-        span.status.status_code is not StatusCode.ERROR,
-        str(cid) if cid else None,
-        agent if type(agent) is str or agent is None else str(agent),
-    )
+    return LLMCall(model, inp, out, span._start_time or 0, span._end_time or 0, ctx[1], ctx[0],
+                   span._status._status_code is not StatusCode.ERROR, conversation(attrs),
+                   agent if type(agent) is str or agent is None else str(agent))
 
 
 def agent_span(span: Any, attrs: Any = None) -> AgentSpan:
     """A finished agent span: name, conversation, outcome, and aggregated totals (fallback only)."""
+    span = view(span)
     if attrs is None:
         attrs = attributes_of(span)
-    name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    name: Any = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
     inp = attrs.get(sc.AGG_INPUT_TOKENS)
     if inp is None:
         inp = attrs.get(sc.USAGE_INPUT_TOKENS)
@@ -308,25 +372,24 @@ def agent_span(span: Any, attrs: Any = None) -> AgentSpan:
         out = attrs.get(sc.USAGE_OUTPUT_TOKENS)
     outcome = attrs.get(sc.AE_OUTCOME)
     model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get("model_name")
-    ctx = span.context
+    ctx = span._context
     if not name:
-        name = _name_from_span_name(span.name)
+        name = _name_from_span_name(span._name)
         if name is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and _is_local_root(span):
             # OpenInference LangChain sets no agent.name; it names the graph's root span after
             # the graph (create_react_agent(name=...)). Nested AGENT spans there are graph nodes.
-            name = span.name or None
-    return AgentSpan(
-        name=str(name) if name else None,
-        span_id=ctx.span_id,
-        trace_id=ctx.trace_id,
-        start_ns=span.start_time or 0,
-        end_ns=span.end_time or 0,
-        ok=span.status.status_code is not StatusCode.ERROR,
-        conversation_id=_conversation(attrs),
-        outcome=str(outcome) if outcome else None,
-        model=str(model) if model else None,
-        input_tokens=_int(inp),
-        output_tokens=_int(out),
+            name = span._name or None
+    cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
+    return AgentSpan(  # positional: a third of the cost of keywords on this path
+        name if type(name) is str else (str(name) if name else None),
+        ctx[1], ctx[0], span._start_time or 0, span._end_time or 0,
+        span._status._status_code is not StatusCode.ERROR,
+        False,
+        cid if type(cid) is str and cid else (str(cid) if cid else None),
+        str(outcome) if outcome else None,
+        model if type(model) is str else (str(model) if model else None),
+        inp if type(inp) is int and inp >= 0 else _int(inp),
+        out if type(out) is int and out >= 0 else _int(out),
     )
 
 

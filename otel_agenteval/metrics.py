@@ -8,6 +8,8 @@ read at scrape time by :class:`SelfCollector`, so the per-span path does no metr
 from __future__ import annotations
 
 import threading
+import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -84,7 +86,11 @@ class Metrics:
                                        (*AGENT_LABELS, "budget"), registry=r)
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
         self._agents: dict[tuple[str, str], bool] = {}
-        self._tools: dict[tuple[str, str, str, bool], Any] = {}
+        self._rows: dict[tuple[str, str, str], tuple[list[Any], ...]] = {}
+        self._token_keys: dict[tuple[str, str], tuple[tuple[str, str, str], tuple[str, str, str]]] = {}
+        self._step_bounds = self.steps.bounds
+        self._duration_bounds = self.duration.bounds
+        self._cost_bounds = self.cost.bounds
 
     # --- per-agent children, bound once ---------------------------------------------------------
     def _agent(self, service: str, agent: str) -> None:
@@ -126,25 +132,61 @@ class Metrics:
             self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
 
     def finished(self, t: Trajectory, redundant: Iterable[str]) -> None:
-        service, agent, outcome = t.service_name, t.agent_name, t.outcome
-        if (service, agent) not in self._agents:
-            self._agent(service, agent)
-        trace = t.trace_hex
-        key, okey = (service, agent), (service, agent, outcome)
+        """One finished trajectory: four histograms and the counters, under one lock, no calls per series."""
+        okey = (t.service_name, t.agent_name, t.outcome)
+        row = self._rows.get(okey)
+        if row is None:
+            row = self._row(okey)
+        steps_s, llm_s, dur_s, cost_s = row
+        trace, now = t.trace_hex, time.time()
+        n_steps, n_llm, secs, usd = t.tool_calls, t.llm_calls, t.duration_s, t.cost_usd
         with self._lock:
-            self.steps.observe(key, t.tool_calls, trace)
-            self.llm_calls.observe(key, t.llm_calls, trace)
-            self.duration.observe(okey, t.duration_s, trace)
-            self.cost.observe(okey, t.cost_usd, trace)
-            self.trajectories.inc(okey)
-            if t.input_tokens:
-                self.tokens.inc((service, agent, "input"), t.input_tokens)
-            if t.output_tokens:
-                self.tokens.inc((service, agent, "output"), t.output_tokens)
+            i = bisect_left(self._step_bounds, n_steps)
+            steps_s[0][i] += 1
+            steps_s[1] += n_steps
+            steps_s[2][i] = (trace, n_steps, now)
+            i = bisect_left(self._step_bounds, n_llm)
+            llm_s[0][i] += 1
+            llm_s[1] += n_llm
+            llm_s[2][i] = (trace, n_llm, now)
+            i = bisect_left(self._duration_bounds, secs)
+            dur_s[0][i] += 1
+            dur_s[1] += secs
+            dur_s[2][i] = (trace, secs, now)
+            i = bisect_left(self._cost_bounds, usd)
+            cost_s[0][i] += 1
+            cost_s[1] += usd
+            cost_s[2][i] = (trace, usd, now)
+            counts = self.trajectories.values
+            counts[okey] = counts.get(okey, 0.0) + 1
+            if t.input_tokens or t.output_tokens:
+                tokens = self.tokens.values
+                ikey, okey_ = self._token_keys.get(okey[:2]) or self._token_key(okey[:2])
+                tokens[ikey] += t.input_tokens  # touched with the agent: always present
+                tokens[okey_] += t.output_tokens
             if t.tool_errors:
                 self.with_tool_errors.inc(okey)
             for tool in redundant:
-                self.redundant.inc((service, agent, self.tool_label(tool)))
+                self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
+
+    def _token_key(self, key: tuple[str, str]) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
+        keys = ((*key, "input"), (*key, "output"))
+        if len(self._token_keys) < 4096:
+            self._token_keys[key] = keys
+        return keys
+
+    def _row(self, okey: tuple[str, str, str]) -> tuple[list[Any], ...]:
+        """The four histogram series a (service, agent, outcome) writes to, bound once (bounded)."""
+        service, agent, _ = okey
+        if (service, agent) not in self._agents:
+            self._agent(service, agent)
+        key = (service, agent)
+        with self._lock:
+            row = (self.steps.series(key), self.llm_calls.series(key), self.duration.series(okey),
+                   self.cost.series(okey))
+        if len(self._rows) < 4096:
+            self._rows[okey] = row
+        return row
 
 
 class SelfCollector(Collector):

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from orjson import OPT_SORT_KEYS as _SORTED
+from orjson import dumps as _orjson_dumps
+from orjson import loads as _orjson_loads
+
 Outcome = Literal["success", "failure", "unknown", "incomplete"]
+
+# (max steps, max LLM calls, max tokens, max cost, max duration in ns, check every call for repeats)
+Limits = tuple[float, float, float, float, float, bool]
+NO_LIMITS: Limits = (float("inf"), float("inf"), float("inf"), float("inf"), float("inf"), False)
+
+
+_SCALARS = frozenset((int, float, bool, type(None)))
 
 
 def normalise_value(value: Any) -> Any:
     """Strip strings, recurse into containers, sort nothing (dict equality ignores order)."""
+    kind = type(value)
+    if kind is str:
+        return value.strip()
+    if kind is dict:  # JSON objects: one comprehension, a call only for nested containers
+        return {(k.strip() if type(k) is str else str(k).strip()):
+                (v.strip() if type(v) is str else v if type(v) in _SCALARS else normalise_value(v))
+                for k, v in value.items()}
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, dict):
@@ -19,6 +38,20 @@ def normalise_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [normalise_value(v) for v in value]
     return value
+
+
+_LONG_NUMBER = re.compile(r"\d{19}")
+
+
+def _loads(text: str) -> Any:
+    """JSON by orjson, or by json where orjson would differ: numbers of 19+ digits (orjson makes
+    ints past 64 bits floats) and the non-standard NaN/Infinity that json takes."""
+    if _LONG_NUMBER.search(text) is None:
+        try:
+            return _orjson_loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -36,7 +69,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         text = raw.strip()
         if text[:1] in ("{", "["):
             try:
-                value = json.loads(text)
+                value = _loads(text)
             except ValueError:
                 return {"input": text}
             if isinstance(value, dict):
@@ -48,7 +81,10 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 def arguments_key(args: dict[str, Any]) -> str:
     """A canonical text of normalised arguments: equal keys mean equal calls."""
-    return json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    try:
+        return _orjson_dumps(args, default=str, option=_SORTED).decode()
+    except TypeError:  # ints past 64 bits: the general encoder
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def short_hash(text: str) -> str:
@@ -184,7 +220,6 @@ class AgentSpan:
     model: str | None = None
     input_tokens: int = 0  # aggregated totals, used only when no LLM span was seen
     output_tokens: int = 0
-    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -226,6 +261,8 @@ class Trajectory:
     finished: bool = False
     outcome: Outcome = "unknown"
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
+    limits: Limits = NO_LIMITS  # the agent's budget, compared inline as events arrive
+    succeeded: bool = False  # a policy ``success_when`` tool call succeeded
 
     @property
     def trace_hex(self) -> str:

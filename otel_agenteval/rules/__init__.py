@@ -35,11 +35,11 @@ class Check:
 
     __slots__ = ("budget", "has_budget", "policy", "trajectory")
 
-    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
+    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget, has_budget: bool | None = None) -> None:
         self.trajectory = trajectory
         self.policy = policy
         self.budget = budget
-        self.has_budget = any(v is not None for v in budget.__dict__.values())
+        self.has_budget = any(v is not None for v in budget.__dict__.values()) if has_budget is None else has_budget
 
     @property
     def conversation(self) -> Conversation | None:
@@ -77,18 +77,24 @@ ALL_EVENTS = (ToolStep, LLMCall, Finish)
 
 
 def applies_to(events: tuple[type, ...] = ALL_EVENTS,
-               tools: Callable[[Policy], frozenset[str] | None] | None = None) -> Callable[[Rule], Rule]:
+               tools: Callable[[Policy], frozenset[str] | None] | None = None,
+               over_budget: bool = False) -> Callable[[Rule], Rule]:
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
     ``tools(policy)`` returns the tool names, or ``None`` for every tool; an empty set means the
     policy gives the rule nothing to check, and it is not called at all. A rule without this
     declaration is called for every event.
+
+    ``over_budget=True``: call it only for an event at which the run's counts (steps, LLM calls,
+    tokens, cost, duration) go over the agent's budget, or for every call when the budget sets
+    ``max_repeats``. The engine makes that comparison inline, without building the event.
     """
 
     def mark(rule: Rule) -> Rule:
         rule.agenteval_events = events  # type: ignore[attr-defined]
         rule.agenteval_tools = tools  # type: ignore[attr-defined]
+        rule.agenteval_over_budget = over_budget  # type: ignore[attr-defined]
         return rule
 
     return mark

@@ -16,7 +16,8 @@ def _breach(check: Check, out: list[Violation], fired: set[str], budget: str, us
                                budget=budget, used=used, limit=limit))
 
 
-@applies_to(ALL_EVENTS, lambda p: None if any(a.budget != type(a.budget)() for a in p.agents.values()) else frozenset())
+@applies_to(ALL_EVENTS, lambda p: None if any(a.budget != type(a.budget)() for a in p.agents.values()) else frozenset(),
+            over_budget=True)
 def budget_breach(event: Event, check: Check) -> list[Violation] | None:
     """Fires at the event that crosses a budget. Counts include ``event`` itself."""
     b = check.budget
