@@ -55,7 +55,7 @@ class RunSummary:
         self.llm_calls += t.llm_calls
         self.cost_total += t.cost_usd
         self.tokens += t.input_tokens + t.output_tokens
-        self.tool_errors += sum(1 for s in t.steps if not s.ok)
+        self.tool_errors += t.tool_errors
         self.by_agent[t.agent_name] += 1
 
     def add_violation(self, v: Violation) -> None:

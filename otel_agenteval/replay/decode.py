@@ -473,4 +473,4 @@ def parse(data: bytes) -> Any:
         return json.loads(data)  # orjson refuses what json takes (e.g. ints beyond 64 bits)
 
 
-end_time: Callable[[RecordedSpan], int] = attrgetter("end_time")  # sort key, without a Python call
+end_time: Callable[[RecordedSpan], int] = attrgetter("_end_time")  # sort key, without a Python call

@@ -37,14 +37,14 @@ class Feeder:
         self.stats = {"held_max": 0, "traces_end_only": 0, "spans_end_only": 0, "late": 0}
 
     def add(self, span: RecordedSpan) -> None:
-        tid = span.context.trace_id
-        parent = span.parent
+        tid = span._context[0]
+        parent = span._parent
         if tid in self._end_only:
             self.stats["spans_end_only"] += 1
             self._end(span)
             return
         pending = self._pending
-        if parent is None or parent.is_remote:  # a local root ended: its subtree is complete
+        if parent is None or parent[2]:  # a local root ended: its subtree is complete
             held = pending.get(tid)
             if held is None:
                 self._start(span)
@@ -96,9 +96,9 @@ class Feeder:
             memory.popitem(last=False)
 
     def _play_subtree(self, tid: int, held: list[RecordedSpan], root: RecordedSpan) -> None:
-        ids = {s.context.span_id for s in held}
-        ids.add(root.context.span_id)
-        if all(s.parent.span_id in ids for s in held):  # type: ignore[union-attr]  # held spans have parents
+        ids = {s._context[1] for s in held}
+        ids.add(root._context[1])
+        if all(s._parent[1] in ids for s in held):  # type: ignore[union-attr]  # held spans have parents
             # every chain ends at this root (another open root is never held): all of them are its
             del self._pending[tid]
             mine = held
@@ -122,9 +122,9 @@ class Feeder:
     def _descendants(held: list[RecordedSpan], root: RecordedSpan) -> set[int]:
         children: dict[int, list[int]] = {}
         for s in held:
-            children.setdefault(s.parent.span_id, []).append(s.context.span_id)  # type: ignore[union-attr]
+            children.setdefault(s._parent[1], []).append(s._context[1])  # type: ignore[index]
         found: set[int] = set()
-        todo = [root.context.span_id]
+        todo = [root._context[1]]
         while todo:
             for c in children.get(todo.pop(), ()):
                 if c not in found:
@@ -135,15 +135,17 @@ class Feeder:
     def _play(self, spans: list[RecordedSpan]) -> None:
         """Starts by start time (a parent before its child at the same time: it ends later, so it
         comes later in ``spans``), each issued before the first end that comes after it."""
-        order = sorted(range(len(spans)), key=lambda i: (min(spans[i].start_time, spans[i].end_time), -i))
+        # (start, -index): ties go to the later index, the parent; a start after the end counts as the end
+        keyed = sorted([(s._start_time if s._start_time <= s._end_time else s._end_time, -i)
+                        for i, s in enumerate(spans)])
         start, end = self._start, self._end
-        i, n = 0, len(order)
+        i, n = 0, len(keyed)
         for s in spans:  # file order is end order
-            t = s.end_time
+            t = s._end_time
             while i < n:
-                first = spans[order[i]]
-                if min(first.start_time, first.end_time) > t:
+                first_start, neg = keyed[i]
+                if first_start > t:
                     break
-                start(first)
+                start(spans[-neg])
                 i += 1
             end(s)

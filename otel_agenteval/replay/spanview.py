@@ -7,42 +7,49 @@ validation beyond what the reader did, so building one costs little more than a 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from opentelemetry.trace import SpanKind, StatusCode
 
+from ..extract import register_span_type
+
 __all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedSpan", "RecordedStatus"]
 
 
-class RecordedContext:
-    """Like ``SpanContext``: ``trace_id``, ``span_id`` (ints) and ``is_remote``."""
+class RecordedContext(tuple):  # type: ignore[type-arg]
+    """Like ``SpanContext`` (a tuple too): ``(trace_id, span_id, is_remote)``, read by name or index."""
 
-    __slots__ = ("is_remote", "span_id", "trace_id")
+    __slots__ = ()
 
-    def __init__(self, trace_id: int, span_id: int, is_remote: bool = False) -> None:
-        self.trace_id = trace_id
-        self.span_id = span_id
-        self.is_remote = is_remote
+    def __new__(cls, trace_id: int, span_id: int, is_remote: bool = False) -> RecordedContext:
+        return tuple.__new__(cls, (trace_id, span_id, is_remote))
+
+    trace_id = property(itemgetter(0))
+    span_id = property(itemgetter(1))
+    is_remote = property(itemgetter(2))
 
     def __repr__(self) -> str:
-        return f"RecordedContext(trace_id=0x{self.trace_id:032x}, span_id=0x{self.span_id:016x}, is_remote={self.is_remote})"
+        return f"RecordedContext(trace_id=0x{self[0]:032x}, span_id=0x{self[1]:016x}, is_remote={self[2]})"
 
 
 class RecordedStatus:
     """Like ``Status``: ``status_code`` (a real :class:`StatusCode`) and ``description``."""
 
-    __slots__ = ("description", "status_code")
+    __slots__ = ("_status_code", "description")
 
     def __init__(self, status_code: StatusCode, description: str | None = None) -> None:
-        self.status_code = status_code
+        self._status_code = status_code  # the SDK's field name: the engine reads it directly
         self.description = description
+
+    status_code = property(attrgetter("_status_code"))
 
     @property
     def is_ok(self) -> bool:
-        return self.status_code is not StatusCode.ERROR
+        return self._status_code is not StatusCode.ERROR
 
     def __repr__(self) -> str:
-        return f"RecordedStatus({self.status_code.name}, {self.description!r})"
+        return f"RecordedStatus({self._status_code.name}, {self.description!r})"
 
 
 # Shared, never mutated: most spans carry one of these three.
@@ -81,10 +88,15 @@ EMPTY_RESOURCE = RecordedResource({})
 
 
 class RecordedSpan:
-    """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine."""
+    """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
-    __slots__ = ("attributes", "context", "end_time", "events", "kind", "name", "parent", "resource", "start_time",
-                 "status")
+    Fields carry the SDK's private names (``_context``, ``_attributes``, …), which the engine's
+    hot path reads directly (see :data:`otel_agenteval.extract.FAST_SPANS`); the public names
+    are read-only properties, as on ``ReadableSpan``.
+    """
+
+    __slots__ = ("_attributes", "_context", "_end_time", "_events", "_name", "_parent", "_resource", "_start_time",
+                 "_status", "kind")
 
     def __init__(
         self,
@@ -99,20 +111,33 @@ class RecordedSpan:
         events: tuple[RecordedEvent, ...],
         resource: RecordedResource,
     ) -> None:
-        self.name = name
-        self.context = context
-        self.parent = parent
+        self._name = name
+        self._context = context
+        self._parent = parent
         self.kind = kind
-        self.start_time = start_time
-        self.end_time = end_time
-        self.status = status
-        self.attributes = attributes
-        self.events = events
-        self.resource = resource
+        self._start_time = start_time
+        self._end_time = end_time
+        self._status = status
+        self._attributes = attributes
+        self._events = events
+        self._resource = resource
+
+    name = property(attrgetter("_name"))
+    context = property(attrgetter("_context"))
+    parent = property(attrgetter("_parent"))
+    start_time = property(attrgetter("_start_time"))
+    end_time = property(attrgetter("_end_time"))
+    status = property(attrgetter("_status"))
+    attributes = property(attrgetter("_attributes"))
+    events = property(attrgetter("_events"))
+    resource = property(attrgetter("_resource"))
 
     def get_span_context(self) -> RecordedContext:
-        return self.context
+        return self._context
 
     def __repr__(self) -> str:
-        return (f"RecordedSpan({self.name!r}, trace=0x{self.context.trace_id:032x}, "
-                f"span=0x{self.context.span_id:016x}, {self.kind.name}, {self.status.status_code.name})")
+        return (f"RecordedSpan({self._name!r}, trace=0x{self._context[0]:032x}, "
+                f"span=0x{self._context[1]:016x}, {self.kind.name}, {self._status._status_code.name})")
+
+
+register_span_type(RecordedSpan)
