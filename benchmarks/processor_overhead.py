@@ -10,12 +10,23 @@ Many short rounds, arm order rotated and reversed every other round; the median 
 of each arm is compared (these machines are noisy). Then the processor alone: recorded spans
 replayed straight into ``on_start``/``on_end`` (no SDK, no BatchSpanProcessor), timed by kind.
 
-    python benchmarks/processor_overhead.py [--rounds N] [--runs-per-round N] [--json] [--profile]
+Two workloads, the same mix (1 agent span, 5 chat spans, 8 tool spans per run; one run in eight
+has a failing tool call):
+
+- ``pydantic-ai`` (default) replays the spans real pydantic-ai 2.68 emitted for that run
+  (``pydantic_ai_shape.json``, made by ``capture_pydantic_ai_shape.py``): every attribute, set
+  at start or later by the same span API calls, in the same order, overlapping tool spans and
+  the retried tool's exception included; ids, conversation and order number made per run.
+- ``lean`` the hand-written spans of earlier figures (a handful of attributes each).
+
+    python benchmarks/processor_overhead.py [--workload pydantic-ai|lean] [--rounds N] [--runs-per-round N]
+                                            [--json] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextvars
 import cProfile
 import functools
 import gc
@@ -23,10 +34,13 @@ import io
 import json
 import platform
 import pstats
+import re
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -34,7 +48,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, TrajectoryProcessor
@@ -102,6 +116,7 @@ class Recorder(SpanProcessor):
         self.calls.append(("end", span))
 
 
+# --- workload "lean": the hand-written spans of the first figures, unchanged -----------------------
 def agent_run(tracer: trace.Tracer, run: int) -> None:
     """One agent run shaped like pydantic-ai's: agent span, 5 chat spans, 8 tool spans (flat)."""
     conv = f"conv-{run // 3}"  # a conversation spans three runs
@@ -139,10 +154,166 @@ def agent_run(tracer: trace.Tracer, run: int) -> None:
         agent.set_attribute("gen_ai.aggregated_usage.output_tokens", 210)
 
 
+# --- workload "pydantic-ai": the captured spans of a real run, replayed --------------------------
+SHAPE = Path(__file__).with_name("pydantic_ai_shape.json")
+
+
+@dataclass
+class SpanPlan:
+    """One span of a run: how it starts, the calls made on it before it ends, how it fails."""
+
+    name: str
+    kind: SpanKind
+    child: bool  # runs in its own copy of the context, as each of pydantic-ai's tasks does
+    attributes: dict[str, Any]
+    calls: list[tuple[str, tuple[Any, ...]]]  # (span method, arguments), in pydantic-ai's order
+    failure: BaseException | None = None  # raised through the span (it records it itself first)
+
+
+@dataclass
+class RunPlan:
+    spans: list[SpanPlan]
+    sequence: list[tuple[bool, int]]  # (start?, span index), in the order the SDK saw them
+
+
+def replay_run(tracer: trace.Tracer, plan: RunPlan) -> None:
+    """One agent run through the plain OTel API, as pydantic-ai makes it: each span opened with
+    ``start_as_current_span(..., record_exception=False, set_status_on_exception=False)`` and its
+    start attributes; before it ends, the same ``set_attribute(s)`` / ``update_name`` /
+    ``record_exception`` / ``set_status`` calls. Tool calls of a turn overlap, each in its own
+    context (pydantic-ai runs them as asyncio tasks)."""
+    opened: dict[int, tuple[Any, Any, contextvars.Context | None]] = {}
+    for start, i in plan.sequence:
+        s = plan.spans[i]
+        if start:
+            cm = tracer.start_as_current_span(s.name, kind=s.kind, attributes=s.attributes,
+                                              record_exception=False, set_status_on_exception=False)
+            ctx = contextvars.copy_context() if s.child else None
+            span = ctx.run(cm.__enter__) if ctx is not None else cm.__enter__()
+            opened[i] = (cm, span, ctx)
+        else:
+            cm, span, ctx = opened.pop(i)
+            for method, args in s.calls:
+                getattr(span, method)(*args)
+            exc = s.failure
+            exit_args = (None, None, None) if exc is None else (type(exc), exc, exc.__traceback__)
+            if ctx is not None:
+                ctx.run(cm.__exit__, *exit_args)
+            else:
+                cm.__exit__(*exit_args)
+
+
+class PydanticAIShape:
+    """The captured runs as templates; ``plan(run)`` makes one run's spans, with its own ids."""
+
+    def __init__(self, path: Path = SHAPE) -> None:
+        doc = json.loads(path.read_text())
+        self.source = doc["source"]
+        per_run = doc["per_run"]
+        # captured value -> this run's value, formatted with run= and conv=
+        self.fields: dict[str, str] = {
+            per_run["order_id"]: "{run}",  # in the write tool's arguments: no run repeats an earlier write
+            per_run["conversation_id"]: "conv-{conv}",  # a conversation spans three runs
+            **{rid: "00000000-0000-7000-8000-{run:012x}" for rid in per_run["run_ids"].values()},
+            **{cid: f"call_{{run:019d}}_{i:04d}" for i, cid in enumerate(per_run["call_ids"])},
+        }
+        self.pattern = re.compile("|".join(map(re.escape, self.fields)))
+        self.runs = doc["runs"]
+        self.exception_types: dict[str, type[Exception]] = {}
+
+    def _text(self, value: Any, run: int) -> Any:
+        if not isinstance(value, str) or not self.pattern.search(value):
+            return value
+        return self.pattern.sub(lambda m: self.fields[m.group()].format(run=run, conv=run // 3), value)
+
+    def _exception(self, spec: dict[str, Any], run: int) -> BaseException:
+        """A fresh exception of the captured type, raised from as many frames as the captured one
+        (and from its cause, chained), so the SDK formats a traceback as long as pydantic-ai's."""
+        cause = self._exception(spec["cause"], run) if "cause" in spec else None
+        name = spec["type"]
+        if name not in self.exception_types:
+            module, _, qualname = name.rpartition(".")
+            self.exception_types[name] = type(qualname, (Exception,), {"__module__": module, "__qualname__": qualname})
+        kind = self.exception_types[name]
+        try:
+            _raise_from(spec["traceback_frames"] - 1, kind(self._text(spec["message"], run)), cause)
+        except kind as exc:
+            return exc
+        raise AssertionError("unreachable")
+
+    def plan(self, run: int) -> RunPlan:
+        captured = self.runs["tool_retry" if run % ERROR_EVERY == 0 else "clean"]
+        spans = []
+        for s in captured["spans"]:
+            later = s["attributes_later"]
+            calls: list[tuple[str, tuple[Any, ...]]] = []
+            failure = None
+            for c in s["calls"]:
+                method = c["call"]
+                if method in ("set_attribute", "set_attributes"):
+                    values = {k: self._text(c.get("overwritten", {}).get(k, later[k]), run) for k in c["keys"]}
+                    calls.append((method, tuple(values.items())[0] if method == "set_attribute" else (values,)))
+                elif method == "update_name":
+                    calls.append((method, (c["name"],)))
+                elif method == "add_event":
+                    calls.append((method, (c["name"], c["attributes"])))
+                elif method == "set_status":
+                    code = StatusCode[c["code"]]
+                    calls.append((method, (code,) if c["description"] is None else (code, c["description"])))
+                elif method == "record_exception":
+                    failure = self._exception(c, run)
+                    calls.append((method, (failure, c["attributes"] or None, None, c["escaped"])))
+                else:
+                    raise ValueError(f"{SHAPE.name}: no replay for span call {method!r}")
+            attributes = {k: self._text(v, run) for k, v in s["attributes_at_start"].items()}
+            spans.append(SpanPlan(s["name"], SpanKind[s["kind"]], s["parent"] is not None, attributes, calls, failure))
+        return RunPlan(spans, [(phase == "start", i) for phase, i in captured["sequence"]])
+
+
+def _raise_from(depth: int, exc: BaseException, cause: BaseException | None) -> None:
+    """Raise ``exc`` ``depth`` frames down (two functions in turn: the traceback module would fold
+    a run of identical frames into one line)."""
+    if depth > 1:
+        _raise_from_too(depth - 1, exc, cause)
+    if cause is None:
+        raise exc
+    raise exc from cause
+
+
+def _raise_from_too(depth: int, exc: BaseException, cause: BaseException | None) -> None:
+    if depth > 1:
+        _raise_from(depth - 1, exc, cause)
+    if cause is None:
+        raise exc
+    raise exc from cause
+
+
+@dataclass
+class Workload:
+    """What one agent run is: ``prepare`` builds the runs' inputs (untimed), ``emit`` makes the
+    spans of one (timed)."""
+
+    name: str
+    description: str
+    prepare: Callable[[range], Iterable[Any]]
+    emit: Callable[[trace.Tracer, Any], None]
+
+
+def make_workload(name: str) -> Workload:
+    if name == "lean":
+        return Workload("lean", "hand-written pydantic-ai-like spans, a handful of attributes each",
+                        lambda runs: runs, agent_run)
+    shape = PydanticAIShape()
+    return Workload("pydantic-ai", f"spans captured from pydantic-ai-slim {shape.source['pydantic_ai_slim']} "
+                    f"({SHAPE.name}), replayed with every attribute and span call",
+                    lambda runs: [shape.plan(run) for run in runs], replay_run)
+
+
 # --- arms: one provider each, built once ----------------------------------------------------------
 class Arm:
-    def __init__(self, name: str, extra: SpanProcessor | None) -> None:
+    def __init__(self, name: str, extra: SpanProcessor | None, workload: Workload) -> None:
         self.name = name
+        self.workload = workload
         self.provider = TracerProvider(resource=Resource.create({"service.name": "bench-support"}))
         self.bsp = BatchSpanProcessor(NoopExporter())
         self.provider.add_span_processor(self.bsp)
@@ -155,14 +326,16 @@ class Arm:
         self.cpu_per_span_ns: list[float] = []  # process CPU time (all threads): less hurt by other processes
 
     def round(self, runs: int) -> tuple[float, float]:
-        """Run ``runs`` agent runs: per-span wall and CPU ns. The BSP queue is drained first, untimed."""
+        """Run ``runs`` agent runs: per-span wall and CPU ns. Untimed first: the runs' inputs are
+        built and the BSP queue is drained."""
+        tracer, start, emit = self.tracer, self.next_run, self.workload.emit
+        inputs = self.workload.prepare(range(start, start + runs))
         self.bsp.force_flush()
         gc.collect()
-        tracer, start = self.tracer, self.next_run
         c0 = time.process_time_ns()
         t0 = time.perf_counter_ns()
-        for run in range(start, start + runs):
-            agent_run(tracer, run)
+        for run in inputs:
+            emit(tracer, run)
         elapsed = time.perf_counter_ns() - t0
         cpu = time.process_time_ns() - c0
         self.next_run = start + runs
@@ -180,8 +353,10 @@ def make_processor() -> TrajectoryProcessor:
     return TrajectoryProcessor(POLICY, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append])
 
 
-def measure_arms(rounds: int, runs: int, warmup: int, gc_off: bool) -> tuple[list[Arm], list[float]]:
-    arms = [Arm("baseline", None), Arm("empty", EmptyProcessor()), Arm("agenteval", make_processor())]
+def measure_arms(workload: Workload, rounds: int, runs: int, warmup: int,
+                 gc_off: bool) -> tuple[list[Arm], list[float]]:
+    arms = [Arm("baseline", None, workload), Arm("empty", EmptyProcessor(), workload),
+            Arm("agenteval", make_processor(), workload)]
     orders = [arms[i:] + arms[:i] for i in range(len(arms))]
     paired: list[float] = []
     if gc_off:
@@ -211,13 +386,13 @@ def measure_arms(rounds: int, runs: int, warmup: int, gc_off: bool) -> tuple[lis
 
 
 # --- the processor alone --------------------------------------------------------------------------
-def record(runs: int) -> list[tuple[str, Any]]:
+def record(workload: Workload, runs: int) -> list[tuple[str, Any]]:
     rec = Recorder()
     provider = TracerProvider(resource=Resource.create({"service.name": "bench-support"}))
     provider.add_span_processor(rec)
     tracer = provider.get_tracer("bench")
-    for run in range(runs):
-        agent_run(tracer, 1_000_000 + run)
+    for run in workload.prepare(range(1_000_000, 1_000_000 + runs)):
+        workload.emit(tracer, run)
     return rec.calls
 
 
@@ -252,8 +427,8 @@ def replay_by_kind(calls: list[tuple[str, Any]], proc: TrajectoryProcessor) -> d
     return out
 
 
-def measure_alone(runs: int, repeats: int) -> dict[str, Any]:
-    calls = record(runs)
+def measure_alone(workload: Workload, runs: int, repeats: int) -> dict[str, Any]:
+    calls = record(workload, runs)
     spans = len(calls) // 2
     gc.collect()
     gc.freeze()  # the recorded spans are not the processor's garbage: keep collections off them
@@ -280,8 +455,8 @@ def measure_alone(runs: int, repeats: int) -> dict[str, Any]:
     }
 
 
-def profile_alone(runs: int, top: int) -> str:
-    calls = record(runs)
+def profile_alone(workload: Workload, runs: int, top: int) -> str:
+    calls = record(workload, runs)
     proc = make_processor()
     prof = cProfile.Profile()
     prof.enable()
@@ -292,31 +467,51 @@ def profile_alone(runs: int, top: int) -> str:
     return buf.getvalue()
 
 
-def callgrind_arm(name: str, runs: int) -> None:
+def callgrind_arm(name: str, workload: Workload, runs: int) -> None:
     """Run one arm for valgrind: ``runs`` warm-up runs, then ``runs`` runs inside ``functools.reduce``,
-    the function to toggle collection on (``--collect-atstart=no --toggle-collect=functools_reduce``)."""
+    the function to toggle collection on (``--collect-atstart=no --toggle-collect=functools_reduce``).
+    The measured runs' inputs are built before, outside it."""
     extra = {"baseline": None, "empty": EmptyProcessor(), "agenteval": make_processor()}[name]
-    arm = Arm(name, extra)
-    for run in range(runs):
-        agent_run(arm.tracer, run)
+    arm = Arm(name, extra, workload)
+    emit = workload.emit
+    for run in workload.prepare(range(runs)):
+        emit(arm.tracer, run)
+    inputs = workload.prepare(range(runs, 2 * runs))
     arm.bsp.force_flush()
     gc.collect()
 
     def measured(_: Any, __: Any) -> None:
-        for run in range(runs, 2 * runs):
-            agent_run(arm.tracer, run)
+        for run in inputs:
+            emit(arm.tracer, run)
 
     functools.reduce(measured, [0], None)
     arm.shutdown()
 
 
 # --- report ---------------------------------------------------------------------------------------
-def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], args: argparse.Namespace,
-              seconds: float) -> dict[str, Any]:
+def measure_noop(workload: Workload, runs: int, repeats: int) -> float:
+    """µs per span of the same runs against the OTel API's no-op tracer: what the workload itself
+    costs (building nothing, just the calls and the context switches), inside every arm's figure."""
+    tracer, emit = trace.NoOpTracer(), workload.emit
+    times = []
+    for _ in range(repeats):
+        inputs = workload.prepare(range(runs))
+        gc.collect()
+        t0 = time.perf_counter_ns()
+        for run in inputs:
+            emit(tracer, run)
+        times.append(time.perf_counter_ns() - t0)
+    return statistics.median(times) / (runs * SPANS_PER_RUN) / 1e3
+
+
+def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], noop_us: float,
+              args: argparse.Namespace, seconds: float) -> dict[str, Any]:
     med = {a.name: statistics.median(a.per_span_ns) / 1e3 for a in arms}
     cpu = {a.name: statistics.median(a.cpu_per_span_ns) / 1e3 for a in arms}
     q = {a.name: statistics.quantiles(a.per_span_ns, n=4) for a in arms}
     return {
+        "workload": args.workload,
+        "workload_description": arms[0].workload.description,
         "python": platform.python_version(),
         "rounds": args.rounds, "runs_per_round": args.runs_per_round, "warmup_rounds": args.warmup,
         "spans_per_run": SPANS_PER_RUN, "gc": "disabled during rounds" if args.gc_off else "enabled (collected before each round)",
@@ -328,12 +523,14 @@ def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], args:
         "cpu_us_per_span": cpu,
         "ratio_cpu": cpu["agenteval"] / cpu["baseline"],
         "added_us_per_span": med["agenteval"] - med["baseline"],
+        "noop_tracer_us_per_span": noop_us,
         "processor_alone": alone,
         "seconds": seconds,
     }
 
 
 def print_table(s: dict[str, Any]) -> None:
+    print(f"workload {s['workload']}: {s['workload_description']}")
     print(f"python {s['python']}, {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
           f"(+{s['warmup_rounds']} warm-up rounds), GC {s['gc']}")
     print(f"{'arm':<34}{'us/span median':>15}{'IQR':>16}{'ratio':>8}{'cpu us/span':>13}{'ratio':>8}")
@@ -345,6 +542,7 @@ def print_table(s: dict[str, Any]) -> None:
         us = s["us_per_span"][name]
         cpu, cpu_base = s["cpu_us_per_span"][name], s["cpu_us_per_span"]["baseline"]
         print(f"{label:<34}{us:>15.2f}{f'{lo:.2f}-{hi:.2f}':>16}{us / base:>7.3f}x{cpu:>13.2f}{cpu / cpu_base:>7.3f}x")
+    print(f"{'(same runs, API no-op tracer)':<34}{s['noop_tracer_us_per_span']:>15.2f}")
     a = s["processor_alone"]
     print(f"\nprocessor alone ({a['method']}):")
     print(f"  {a['us_per_span']:.2f} us/span, {a['spans_per_s']:,.0f} spans/s over {a['spans']} spans")
@@ -359,6 +557,9 @@ def print_table(s: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", choices=("pydantic-ai", "lean"), default="pydantic-ai",
+                   help="the spans of a run: replayed from a real pydantic-ai capture (default), or the lean "
+                        "hand-written ones of earlier figures")
     p.add_argument("--rounds", type=int, default=30, help="measured rounds per arm (default 30)")
     p.add_argument("--runs-per-round", type=int, default=200, help="agent runs per round (default 200, 14 spans each)")
     p.add_argument("--warmup", type=int, default=4, help="rounds run first and discarded (default 4)")
@@ -368,22 +569,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--callgrind-arm", choices=("baseline", "empty", "agenteval"),
                    help="only run this arm for valgrind's instruction count (see benchmarks/README.md)")
     args = p.parse_args(argv)
+    workload = make_workload(args.workload)
     if args.callgrind_arm:
-        callgrind_arm(args.callgrind_arm, args.runs_per_round)
+        callgrind_arm(args.callgrind_arm, workload, args.runs_per_round)
         return 0
     if args.rounds < 2 or args.runs_per_round < 1 or args.warmup < 0:
         p.error("--rounds must be >= 2, --runs-per-round >= 1, --warmup >= 0")
     t0 = time.perf_counter()
-    arms, paired = measure_arms(args.rounds, args.runs_per_round, args.warmup, args.gc_off)
-    alone = measure_alone(runs=1000, repeats=7)
-    s = summarise(arms, paired, alone, args, time.perf_counter() - t0)
+    arms, paired = measure_arms(workload, args.rounds, args.runs_per_round, args.warmup, args.gc_off)
+    alone = measure_alone(workload, runs=1000, repeats=7)
+    noop_us = measure_noop(workload, runs=args.runs_per_round, repeats=7)
+    s = summarise(arms, paired, alone, noop_us, args, time.perf_counter() - t0)
     if args.json:
         json.dump(s, sys.stdout, indent=2)
         print()
     else:
         print_table(s)
     if args.profile:
-        print(profile_alone(runs=2000, top=30), file=sys.stderr if args.json else sys.stdout)
+        print(profile_alone(workload, runs=2000, top=30), file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
