@@ -410,9 +410,9 @@ class Engine:
             start = root.start_ns or span._start_time or 0
             agent = root.agent_name or "unknown"
             t = Trajectory(key=root.key, trace_id=root.trace_id, service_name=root.service, started_ns=start,
-                           agent_name=agent, last_seen_ns=start, limits=self._limits_for(agent))
+                           agent_name=agent, last_seen_ns=start, limits=self._limits_for(agent),
+                           root_attributes=root.attributes)
             t.extra["root"] = root
-            t.root_attributes = root.attributes
             root.traj = t
             cid = root.attributes.get(sc.CONVERSATION_ID) or root.attributes.get(sc.OI_SESSION_ID)
             if cid:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orjson import OPT_SORT_KEYS as _SORTED
 from orjson import dumps as _orjson_dumps
-from orjson import loads as _orjson_loads
 
 Outcome = Literal["success", "failure", "unknown", "incomplete"]
 
@@ -40,18 +38,18 @@ def normalise_value(value: Any) -> Any:
     return value
 
 
-_LONG_NUMBER = re.compile(r"\d{19}")
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads runs
 
 
 def _loads(text: str) -> Any:
-    """JSON by orjson, or by json where orjson would differ: numbers of 19+ digits (orjson makes
-    ints past 64 bits floats) and the non-standard NaN/Infinity that json takes."""
-    if _LONG_NUMBER.search(text) is None:
-        try:
-            return _orjson_loads(text)
-        except ValueError:
-            pass
-    return json.loads(text)
+    """``json.loads`` of stripped text (exact for any int, NaN taken), in one C call."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if end != len(text):
+        raise ValueError("extra data after JSON")
+    return value
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -59,6 +57,15 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
     LangChain passes a one-argument tool's bare value (``'88120'``) rather than JSON.
     """
+    if type(raw) is str:  # the usual case: a JSON object as text
+        text = raw.strip()
+        if text[:1] == "{":
+            try:
+                value = _loads(text)
+            except ValueError:
+                return {"input": text}
+            if type(value) is dict:
+                return normalise_value(value)  # type: ignore[no-any-return]
     if raw is None:
         return {}
     if isinstance(raw, dict):
@@ -121,7 +128,7 @@ class ToolStep:
             "error_type": error_type, "call_id": call_id, "raw_arguments": raw_arguments, "raw_result": raw_result,
             "conversation_id": conversation_id, "agent_name": agent_name, "approved": approved}
         self._args: dict[str, Any] | None = None
-        self._key: str | None = None
+        self._key: tuple[str, str] | None = None
 
     # fields read lazily by subclasses; given ones here
     @property
@@ -161,13 +168,15 @@ class ToolStep:
 
     @property
     def arguments_key(self) -> str:
-        if self._key is None:
-            self._key = arguments_key(self.arguments)
-        return self._key
+        return self.call_key[1]
 
     @property
     def call_key(self) -> tuple[str, str]:
-        return (self.tool, self.arguments_key)
+        """(tool, canonical arguments): equal keys mean the same call. Computed once."""
+        key = self._key
+        if key is None:
+            key = self._key = (self.tool, arguments_key(self.arguments))
+        return key
 
     @property
     def duration_s(self) -> float:
