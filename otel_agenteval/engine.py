@@ -29,13 +29,12 @@ from .violation import Violation
 log = structlog.get_logger("otel_agenteval")
 
 Sink = Callable[[Violation], None]
-FinishSink = Callable[[Trajectory, list[str]], None]
+FinishSink = Callable[[Trajectory], None]
 
 _ERROR = StatusCode.ERROR
 _EMPTY: dict[str, Any] = {}
 _INF = float("inf")
 _start_ns = attrgetter("start_ns")
-_tool_of = attrgetter("tool")
 
 
 def limits_of(budget: Budget) -> Limits:
@@ -718,10 +717,9 @@ class Engine:
                 except Exception:
                     self.stats["errors"]["callback"] += 1
         for t in finished:
-            redundant = redundant_calls(t, self.policy)
             for done in self._on_finish:
                 try:
-                    done(t, redundant)
+                    done(t)
                 except Exception:
                     self.stats["errors"]["finish"] += 1
 
@@ -738,33 +736,6 @@ class Engine:
     @property
     def open_trajectories(self) -> int:
         return len(self._open)
-
-
-def redundant_calls(t: Trajectory, policy: Policy) -> list[str]:
-    """Non-write tools called again with identical arguments in one trajectory.
-
-    Groups by the raw argument text first, so a run that calls each tool once parses nothing.
-    """
-    steps = t.steps
-    if len(set(map(_tool_of, steps))) == len(steps):
-        return []  # every tool ran once: nothing can repeat
-    by_tool: dict[str, list[ToolStep]] = {}
-    writes = policy.write_tools
-    for s in steps:
-        if s.tool not in writes:
-            by_tool.setdefault(s.tool, []).append(s)
-    out: list[str] = []
-    for tool, steps in by_tool.items():
-        if len(steps) < 2:
-            continue
-        seen: set[str] = set()
-        for s in steps:
-            k = s.arguments_key
-            if k in seen:
-                out.append(tool)
-            else:
-                seen.add(k)
-    return out
 
 
 def load_custom_rules(policy: Policy) -> list[Rule]:

@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from ._series import PlainCollector, PlainCounter, PlainHistogram
 from .rules import KNOWN_RULES
-from .trajectory import Trajectory
+from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
 
 STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
@@ -53,11 +53,12 @@ class ToolLabels:
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
-                 rules: Mapping[str, str] | None = None) -> None:
+                 rules: Mapping[str, str] | None = None, writes: frozenset[str] = frozenset()) -> None:
         r = REGISTRY if registry is None else registry
         self.registry = r
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
         self._rules = dict(KNOWN_RULES) if rules is None else rules
+        self._writes = writes  # repeated writes are duplicate_write's business, not redundant calls
         self._lock = threading.Lock()
         self.trajectories = PlainCounter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
                                          (*AGENT_LABELS, "outcome"))
@@ -131,8 +132,9 @@ class Metrics:
         if v.rule == "budget_breach":
             self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
 
-    def finished(self, t: Trajectory, redundant: Iterable[str]) -> None:
+    def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, under one lock, no calls per series."""
+        redundant = redundant_calls(t, self._writes)
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
         if row is None:

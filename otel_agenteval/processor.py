@@ -40,11 +40,12 @@ class TrajectoryProcessor(SpanProcessor):
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
         rule_names = {r: s for r, s in KNOWN_RULES.items() if self.policy.rule_enabled(r)}
-        self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names)
+        self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names,
+                               self.policy.write_tools)
         user_done = tuple(on_trajectory)
 
-        def finished(t: Trajectory, redundant: list[str]) -> None:
-            self.metrics.finished(t, redundant)
+        def finished(t: Trajectory) -> None:
+            self.metrics.finished(t)
             for cb in user_done:
                 try:
                     cb(t)

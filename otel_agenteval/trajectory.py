@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Literal
 
 from orjson import OPT_SORT_KEYS as _SORTED
@@ -281,3 +282,32 @@ class Trajectory:
     def duration_s(self) -> float:
         end = self.root.end_ns if self.root is not None and self.root.end_ns else self.last_seen_ns
         return max(0, end - self.started_ns) / 1e9
+
+
+_tool_of = attrgetter("tool")
+
+
+def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[str]:
+    """Non-write tools called again with identical arguments in one trajectory.
+
+    Groups by the raw argument text first, so a run that calls each tool once parses nothing.
+    """
+    steps = t.steps
+    if len(set(map(_tool_of, steps))) == len(steps):
+        return []  # every tool ran once: nothing can repeat
+    by_tool: dict[str, list[ToolStep]] = {}
+    for s in steps:
+        if s.tool not in writes:
+            by_tool.setdefault(s.tool, []).append(s)
+    out: list[str] = []
+    for tool, steps in by_tool.items():
+        if len(steps) < 2:
+            continue
+        seen: set[str] = set()
+        for s in steps:
+            k = s.arguments_key
+            if k in seen:
+                out.append(tool)
+            else:
+                seen.add(k)
+    return out

@@ -70,11 +70,7 @@ def replay(
         done.insert(0, result.trajectories.append)
         found.insert(0, result.violations.append)
 
-    def finished(t: Trajectory, _redundant: list[str]) -> None:
-        for cb in done:
-            cb(t)
-
-    engine = Engine(policy, on_violation=found, on_finish=[finished])
+    engine = Engine(policy, on_violation=found, on_finish=done)
     feeder = Feeder(engine, max_held_spans)
     add = feeder.add
     thresholds = gc.get_threshold()
@@ -82,8 +78,7 @@ def replay(
     try:
         for batch in iter_batches(paths, strict=strict, on_reject=on_reject, counts=result.counts,
                                   on_progress=on_progress):
-            for span in batch:
-                add(span)
+            add(batch)
         feeder.close()
     finally:
         gc.set_threshold(*thresholds)

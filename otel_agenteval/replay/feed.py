@@ -15,6 +15,7 @@ as ``incomplete``; spans of an already finished trace that come after its root a
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 
 from ..engine import Engine
 from .spanview import RecordedSpan
@@ -36,34 +37,36 @@ class Feeder:
         self._end_only: OrderedDict[int, None] = OrderedDict()
         self.stats = {"held_max": 0, "traces_end_only": 0, "spans_end_only": 0, "late": 0}
 
-    def add(self, span: RecordedSpan) -> None:
-        tid = span._context[0]
-        parent = span._parent
-        if tid in self._end_only:
-            self.stats["spans_end_only"] += 1
-            self._end(span)
-            return
-        pending = self._pending
-        if parent is None or parent[2]:  # a local root ended: its subtree is complete
+    def add(self, spans: Iterable[RecordedSpan]) -> None:
+        """Take spans in end order (one record's batch at a time: the loop is here, not per call)."""
+        pending, end_only, stats = self._pending, self._end_only, self.stats
+        for span in spans:
+            tid = span._context[0]
+            parent = span._parent
+            if tid in end_only:
+                stats["spans_end_only"] += 1
+                self._end(span)
+                continue
+            if parent is None or parent[2]:  # a local root ended: its subtree is complete
+                held = pending.get(tid)
+                if held is None:
+                    self._start(span)
+                    self._end(span)
+                else:
+                    self._play_subtree(tid, held, span)
+                self._remember(self._played, tid)
+                continue
             held = pending.get(tid)
             if held is None:
-                self._start(span)
-                self._end(span)
+                pending[tid] = [span]
             else:
-                self._play_subtree(tid, held, span)
-            self._remember(self._played, tid)
-            return
-        held = pending.get(tid)
-        if held is None:
-            pending[tid] = [span]
-        else:
-            held.append(span)
-        self._size += 1
-        if self._size > self._max:
-            while self._size > self._max:
-                self._give_up(next(iter(pending)))
-        elif self._size > self.stats["held_max"]:
-            self.stats["held_max"] = self._size
+                held.append(span)
+            self._size += 1
+            if self._size > self._max:
+                while self._size > self._max:
+                    self._give_up(next(iter(pending)))
+            elif self._size > stats["held_max"]:
+                stats["held_max"] = self._size
 
     def close(self) -> None:
         """Feed what is still held (end-only), then finalise every open trajectory."""
