@@ -101,6 +101,7 @@ class Engine:
         "_gated_any",
         "_late_memory",
         "_limits",
+        "_log_violations",
         "_lock",
         "_max_conv",
         "_max_open",
@@ -139,6 +140,7 @@ class Engine:
         rules: Iterable[Rule] | None = None,
         on_violation: Sequence[Sink] = (),
         on_finish: Sequence[FinishSink] = (),
+        log_violations: bool = True,
     ) -> None:
         self.policy = policy
         lim = policy.limits
@@ -160,6 +162,7 @@ class Engine:
         self._confirmation_tools = frozenset(policy.confirmation.tools)
         self._on_violation = tuple(on_violation)
         self._on_finish = tuple(on_finish)
+        self._log_violations = log_violations  # off where violations are reported otherwise (replay)
         self._evicted: list[tuple[Trajectory, list[Violation]]] = []
         self._max_tool_keys = 4 * lim.max_tool_labels * 16  # raw (service, agent, tool, status) keys kept
         self._lock = threading.Lock()
@@ -526,15 +529,22 @@ class Engine:
         t.tool_calls = n
         ok = step.ok
         counts = self._tool_counts
-        key = (t.service_name, t.agent_name, tool if len(counts) < self._max_tool_keys else "other", ok)
-        counts[key] = counts.get(key, 0) + 1
+        key = (t.service_name, t.agent_name, tool, ok)
+        c = counts.get(key)
+        if c is not None:
+            counts[key] = c + 1
+        else:  # a new series: bounded (tool names come from models)
+            if len(counts) >= self._max_tool_keys:
+                key = (t.service_name, t.agent_name, "other", ok)
+            counts[key] = counts.get(key, 0) + 1
         if not ok:
             t.tool_errors += 1
         elif tool in self._success_tools:
             t.succeeded = True
         steps = t.steps
-        if len(steps) < self._max_steps:
-            step.index = len(steps)
+        kept = len(steps)
+        if kept < self._max_steps:
+            step.index = kept
             steps.append(step)
         else:
             t.steps_dropped += 1
@@ -710,7 +720,8 @@ class Engine:
     # --- count: sinks, outside the lock ----------------------------------------------------------
     def _deliver(self, violations: list[Violation], finished: list[Trajectory]) -> None:
         for v in violations:
-            self._log(v)
+            if self._log_violations:
+                self._log(v)
             for cb in self._on_violation:
                 try:
                     cb(v)

@@ -302,6 +302,7 @@ if msgspec is not None:
         resourceSpans: list[_ResourceSpans]
 
     _decode_request = msgspec.json.Decoder(_Request).decode
+    _new_ids = tuple.__new__  # RecordedContext(trace_id, span_id) without its Python-level __new__
 
     def _typed_value(v: Any) -> Any:
         """A value that is not a string, as :func:`_any_value` reads it."""
@@ -345,9 +346,9 @@ if msgspec is not None:
             evs = s.events
             at = s.attributes
             append(RecordedSpan(
-                s.name, RecordedContext(trace_id, span_id), parent, _KIND[s.kind],
+                s.name, _new_ids(RecordedContext, (trace_id, span_id, False)), parent, _KIND[s.kind],
                 int(s.startTimeUnixNano or 0), int(s.endTimeUnixNano or 0),
-                STATUS_UNSET if st is None else _typed_status(st),
+                STATUS_UNSET if st is None else (_STATUS[st.code] if not st.message else _typed_status(st)),
                 {kv.key: v.stringValue if v.stringValue is not None else _typed_value(v)
                  for kv in at for v in (kv.value,)} if at else {},
                 tuple(RecordedEvent(e.name, _typed_attributes(e.attributes), int(e.timeUnixNano or 0))

@@ -101,7 +101,7 @@ class Feeder:
     def _play_subtree(self, tid: int, held: list[RecordedSpan], root: RecordedSpan) -> None:
         ids = {s._context[1] for s in held}
         ids.add(root._context[1])
-        if all(s._parent[1] in ids for s in held):  # type: ignore[index]  # held spans have parents
+        if {s._parent[1] for s in held} <= ids:  # type: ignore[index]  # held spans have parents
             # every chain ends at this root (another open root is never held): all of them are its
             del self._pending[tid]
             mine = held
