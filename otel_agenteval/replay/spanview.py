@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from operator import attrgetter, itemgetter
 from typing import Any
 
+import msgspec
 from opentelemetry.trace import SpanKind, StatusCode
 
 from ..extract import register_span_type
@@ -87,40 +88,25 @@ class RecordedResource:
 EMPTY_RESOURCE = RecordedResource({})
 
 
-class RecordedSpan:
+class RecordedSpan(msgspec.Struct, eq=False):
     """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
     Fields carry the SDK's private names (``_context``, ``_attributes``, …), which the engine's
     hot path reads directly (see :data:`otel_agenteval.extract.FAST_SPANS`); the public names
-    are read-only properties, as on ``ReadableSpan``.
+    are read-only properties, as on ``ReadableSpan``. A msgspec ``Struct``: built in C, half the
+    cost of a ``__slots__`` class with a Python ``__init__``; compared by identity.
     """
 
-    __slots__ = ("_attributes", "_context", "_end_time", "_events", "_name", "_parent", "_resource", "_start_time",
-                 "_status", "kind")
-
-    def __init__(
-        self,
-        name: str,
-        context: RecordedContext,
-        parent: RecordedContext | None,
-        kind: SpanKind,
-        start_time: int,
-        end_time: int,
-        status: RecordedStatus,
-        attributes: Mapping[str, Any],
-        events: tuple[RecordedEvent, ...],
-        resource: RecordedResource,
-    ) -> None:
-        self._name = name
-        self._context = context
-        self._parent = parent
-        self.kind = kind
-        self._start_time = start_time
-        self._end_time = end_time
-        self._status = status
-        self._attributes = attributes
-        self._events = events
-        self._resource = resource
+    _name: str
+    _context: RecordedContext
+    _parent: RecordedContext | None
+    kind: SpanKind
+    _start_time: int
+    _end_time: int
+    _status: RecordedStatus
+    _attributes: Mapping[str, Any]
+    _events: tuple[RecordedEvent, ...]
+    _resource: RecordedResource
 
     name = property(attrgetter("_name"))
     context = property(attrgetter("_context"))
