@@ -36,3 +36,46 @@ def test_force_flush_can_leave_runs_in_flight(make_processor):
     h.end(root, 2)
     assert keep.engine.open_trajectories == 0
     keep.shutdown()
+
+
+def test_spans_of_other_classes_are_read_through_their_public_fields(make_processor):
+    """Anything shaped like ReadableSpan (a wrapper, another SDK's span) is read like the SDK's own."""
+    from types import SimpleNamespace
+
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_agenteval import Policy
+    from otel_agenteval.engine import Engine
+    from otel_agenteval.extract import FAST_SPANS
+
+    h = make_processor("tools: {create_claim: {write: true}}")
+    memory = InMemorySpanExporter()
+    h.provider.add_span_processor(SimpleSpanProcessor(memory))
+    root = h.agent("support", at=0, conv="c-1")
+    h.chat(root, at=0.5, inp=100, out=20)
+    h.tool(root, "create_claim", {"order_id": "1"}, at=1, error="boom")
+    h.tool(root, "create_claim", {"order_id": "1"}, at=2)
+    h.end(root, 3)
+    spans = memory.get_finished_spans()  # in end order
+
+    def duck(s):
+        return SimpleNamespace(name=s.name, context=s.context, parent=s.parent, start_time=s.start_time,
+                               end_time=s.end_time, status=s.status, attributes=dict(s.attributes),
+                               events=tuple(s.events), resource=s.resource)
+
+    got, found = [], []
+    eng = Engine(Policy.from_yaml("tools: {create_claim: {write: true}}", "<test>"), on_finish=[got.append],
+                 on_violation=[found.append])
+    ducks = [duck(s) for s in spans]
+    assert type(ducks[0]) not in FAST_SPANS
+    for d in sorted(ducks, key=lambda d: d.start_time):
+        eng.start(d)
+    for d in ducks:
+        eng.end(d)
+    assert eng.stats["errors"]["on_start"] == eng.stats["errors"]["on_end"] == 0
+    mine, theirs = got[0], h.trajectories[0]
+    assert (mine.agent_name, mine.conversation_id, mine.llm_calls, mine.input_tokens, mine.tool_errors) == (
+        theirs.agent_name, theirs.conversation_id, theirs.llm_calls, theirs.input_tokens, theirs.tool_errors)
+    assert [(s.tool, s.ok, s.arguments) for s in mine.steps] == [(s.tool, s.ok, s.arguments) for s in theirs.steps]
+    assert [v.rule for v in found] == [v.rule for v in h.violations] == ["write_retried_after_error"]

@@ -300,3 +300,58 @@ def test_retry_rule_switched_off_alone(make_processor: Any) -> None:
     assert h.rules() == ["duplicate_write"]
     assert h.agent_value("agenteval_violations_total", "support", rule="write_retried_after_error", tool="",
                          severity="warning") is None
+
+
+# --- the inline budget gate: rules declared over_budget run only past a limit -----------------------
+
+
+def test_duration_exactly_at_the_limit_is_not_a_breach(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_duration_s=10))
+    root = h.agent("support", 0)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=9.9)  # ends at 10.0 s: at the limit, not over
+    h.end(root, 10)
+    assert breaches(h) == []
+    h2 = make_processor(budget_policy(max_duration_s=10))
+    root = h2.agent("support", 0)
+    over = h2.tool(root, "lookup_order", {"order_id": "1"}, at=9.9, dur=0.100001)
+    h2.end(root, 10.5)
+    assert breaches(h2) == [("duration", hex_span(over), 10.0, 10)]
+
+
+def test_tokens_and_cost_exactly_at_the_limit_are_not_breaches(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_tokens=2500, max_cost_usd=0.01))
+    root = h.agent("support", 0)
+    h.chat(root, at=1, inp=2000, out=500, model="gpt-4o")  # 2500 tokens, $0.01: both at the limit
+    h.end(root, 2)
+    assert breaches(h) == []
+
+
+def test_a_custom_over_budget_rule_runs_only_where_a_budget_is_crossed(make_processor: Any) -> None:
+    from otel_agenteval.rules import Finish, applies_to, builtin_rules
+    from otel_agenteval.trajectory import LLMCall, ToolStep
+
+    seen: list[str] = []
+
+    @applies_to((ToolStep, LLMCall, Finish), over_budget=True)
+    def over(event: Any, check: Any) -> None:
+        seen.append("tool" if isinstance(event, ToolStep) else "llm" if isinstance(event, LLMCall) else "finish")
+
+    h = make_processor(budget_policy(max_steps=2), rules=[*builtin_rules().values(), over])
+    root = h.agent("support", 0)
+    for i in range(4):
+        h.tool(root, "lookup_order", {"order_id": str(i)}, at=i + 1)
+    h.chat(root, at=5, inp=10, out=10)
+    h.end(root, 6)
+    assert seen == ["tool", "tool"]  # the 3rd and 4th calls are over max_steps; the chat and the end are not
+    assert [b for b, *_ in breaches(h)] == ["steps"]
+
+
+def test_budget_gate_follows_the_agent_name_learned_late(make_processor: Any) -> None:
+    # the budget depends on the agent; a name that arrives with the first tool span switches it
+    policy = json.dumps({"agents": {"*": {"budget": {"max_steps": 100}}, "support": {"budget": {"max_steps": 1}}}})
+    h = make_processor(policy)
+    root = h.start("my workflow", None, 0, {})
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=1, end_attrs={"gen_ai.agent.name": "support"})
+    second = h.tool(root, "lookup_order", {"order_id": "2"}, at=2)
+    h.end(root, 3)
+    assert breaches(h) == [("steps", hex_span(second), 2, 1)]
