@@ -54,7 +54,22 @@ class SpanIds(tuple):  # type: ignore[type-arg]
 _STATUS: dict[Any, Status] = {code: Status(code) for code in StatusCode}
 
 
-class SpanView:
+class PublicSpanFields:
+    """``ReadableSpan``'s public read-only names over the private fields (for span classes of our own)."""
+
+    __slots__ = ()
+    name = property(attrgetter("_name"))
+    context = property(attrgetter("_context"))
+    parent = property(attrgetter("_parent"))
+    start_time = property(attrgetter("_start_time"))
+    end_time = property(attrgetter("_end_time"))
+    status = property(attrgetter("_status"))
+    attributes = property(attrgetter("_attributes"))
+    events = property(attrgetter("_events"))
+    resource = property(attrgetter("_resource"))
+
+
+class SpanView(PublicSpanFields):
     """Any span-shaped object, read once through its public API into the fields the engine reads."""
 
     __slots__ = ("_attributes", "_context", "_end_time", "_events", "_name", "_parent", "_resource", "_start_time",
@@ -74,15 +89,6 @@ class SpanView:
         self._events = getattr(span, "events", None) or ()
         self._resource = getattr(span, "resource", None)
 
-    name = property(attrgetter("_name"))
-    context = property(attrgetter("_context"))
-    parent = property(attrgetter("_parent"))
-    start_time = property(attrgetter("_start_time"))
-    end_time = property(attrgetter("_end_time"))
-    status = property(attrgetter("_status"))
-    attributes = property(attrgetter("_attributes"))
-    events = property(attrgetter("_events"))
-    resource = property(attrgetter("_resource"))
 
 
 FAST_SPANS.add(SpanView)

@@ -89,9 +89,7 @@ class Metrics:
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], tuple[list[Any], ...]] = {}
         self._token_keys: dict[tuple[str, str], tuple[tuple[str, str, str], tuple[str, str, str]]] = {}
-        self._step_bounds = self.steps.bounds
-        self._duration_bounds = self.duration.bounds
-        self._cost_bounds = self.cost.bounds
+        self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)  # as in _row
 
     # --- per-agent children, bound once ---------------------------------------------------------
     def _agent(self, service: str, agent: str) -> None:
@@ -139,26 +137,14 @@ class Metrics:
         row = self._rows.get(okey)
         if row is None:
             row = self._row(okey)
-        steps_s, llm_s, dur_s, cost_s = row
         trace, now = t.trace_hex, time.time()
-        n_steps, n_llm, secs, usd = t.tool_calls, t.llm_calls, t.duration_s, t.cost_usd
+        values = (t.tool_calls, t.llm_calls, t.duration_s, t.cost_usd)
         with self._lock:
-            i = bisect_left(self._step_bounds, n_steps)
-            steps_s[0][i] += 1
-            steps_s[1] += n_steps
-            steps_s[2][i] = (trace, n_steps, now)
-            i = bisect_left(self._step_bounds, n_llm)
-            llm_s[0][i] += 1
-            llm_s[1] += n_llm
-            llm_s[2][i] = (trace, n_llm, now)
-            i = bisect_left(self._duration_bounds, secs)
-            dur_s[0][i] += 1
-            dur_s[1] += secs
-            dur_s[2][i] = (trace, secs, now)
-            i = bisect_left(self._cost_bounds, usd)
-            cost_s[0][i] += 1
-            cost_s[1] += usd
-            cost_s[2][i] = (trace, usd, now)
+            for series, bounds, value in zip(row, self._bounds, values):  # PlainHistogram.observe, inlined
+                i = bisect_left(bounds, value)
+                series[0][i] += 1
+                series[1] += value
+                series[2][i] = (trace, value, now)
             counts = self.trajectories.values
             counts[okey] = counts.get(okey, 0.0) + 1
             if t.input_tokens or t.output_tokens:

@@ -183,15 +183,7 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.get("parentSpanId")
-            if not pid:
-                parent = None
-            elif (s.get("flags") or 0) & _REMOTE_PARENT == _REMOTE_PARENT:
-                parent = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True), True)
-            else:
-                parent = parents.get(pid)
-                if parent is None or parent.trace_id != trace_id:
-                    parent = parents[pid] = RecordedContext(
-                        trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True))
+            parent = _parent_of(parents, pid, trace_id, s.get("flags") or 0) if pid else None
             st = s.get("status")
             evs = s.get("events")
             at = s.get("attributes")
@@ -208,6 +200,16 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
                 append(_otlp_json_span(s, resource))
             except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
                 reject(f"{where}[{k}]: {why(exc)}")
+
+
+def _parent_of(parents: dict[Any, RecordedContext], pid: str, trace_id: int, flags: int) -> RecordedContext:
+    """A span's parent context, shared by the spans of one parent within a request (``parents``)."""
+    if flags & _REMOTE_PARENT == _REMOTE_PARENT:
+        return RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True), True)
+    parent = parents.get(pid)
+    if parent is None or parent[0] != trace_id:
+        parent = parents[pid] = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True))
+    return parent
 
 
 def _otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], None]) -> list[RecordedSpan]:
@@ -333,15 +335,7 @@ if msgspec is not None:
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.parentSpanId
-            if not pid:
-                parent = None
-            elif (s.flags & _REMOTE_PARENT) == _REMOTE_PARENT:
-                parent = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True), True)
-            else:
-                parent = parents.get(pid)
-                if parent is None or parent.trace_id != trace_id:
-                    parent = parents[pid] = RecordedContext(
-                        trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True))
+            parent = _parent_of(parents, pid, trace_id, s.flags) if pid else None
             st = s.status
             evs = s.events
             at = s.attributes

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 from opentelemetry.trace import SpanKind, StatusCode
 
-from ..extract import register_span_type
+from ..extract import PublicSpanFields, register_span_type
 
 __all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedSpan", "RecordedStatus"]
 
@@ -88,7 +88,7 @@ class RecordedResource:
 EMPTY_RESOURCE = RecordedResource({})
 
 
-class RecordedSpan(msgspec.Struct, eq=False):
+class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False):
     """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
     Fields carry the SDK's private names (``_context``, ``_attributes``, …), which the engine's
@@ -107,16 +107,6 @@ class RecordedSpan(msgspec.Struct, eq=False):
     _attributes: Mapping[str, Any]
     _events: tuple[RecordedEvent, ...]
     _resource: RecordedResource
-
-    name = property(attrgetter("_name"))
-    context = property(attrgetter("_context"))
-    parent = property(attrgetter("_parent"))
-    start_time = property(attrgetter("_start_time"))
-    end_time = property(attrgetter("_end_time"))
-    status = property(attrgetter("_status"))
-    attributes = property(attrgetter("_attributes"))
-    events = property(attrgetter("_events"))
-    resource = property(attrgetter("_resource"))
 
     def get_span_context(self) -> RecordedContext:
         return self._context
