@@ -47,8 +47,9 @@ def limits_of(budget: Budget) -> Limits:
         return _INF if v is None else v
 
     dur = budget.max_duration_s
-    return (lim(budget.max_steps), lim(budget.max_llm_calls), lim(budget.max_tokens), lim(budget.max_cost_usd),
-            _INF if dur is None else dur * 1e9 * (1 - 1e-9), budget.max_repeats is not None)
+    limits = (lim(budget.max_steps), lim(budget.max_llm_calls), lim(budget.max_tokens), lim(budget.max_cost_usd),
+              _INF if dur is None else dur * 1e9 * (1 - 1e-9), budget.max_repeats is not None)
+    return NO_LIMITS if limits == NO_LIMITS else limits  # the one "no budget" value, told apart by identity
 
 
 class _Root:
