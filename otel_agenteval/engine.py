@@ -16,11 +16,10 @@ from typing import Any
 
 import structlog
 from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
 from . import confirmations, extract
-from .extract import AGENT, FAST_SPANS, LLM, OP_KIND, TOOL, SpanToolStep, SpanView
+from .extract import AGENT, FAST_SPANS, LLM, OP_KIND, TOOL, SpanView
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule, builtin_rules
 from .trajectory import NO_LIMITS, AgentSpan, Conversation, Limits, LLMCall, ToolStep, Trajectory, short_hash
@@ -31,7 +30,6 @@ log = structlog.get_logger("otel_agenteval")
 Sink = Callable[[Violation], None]
 FinishSink = Callable[[Trajectory], None]
 
-_ERROR = StatusCode.ERROR
 _EMPTY: dict[str, Any] = {}
 _INF = float("inf")
 _start_ns = attrgetter("start_ns")
@@ -291,12 +289,7 @@ class Engine:
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
             ctx = span._context
             if kind is TOOL:
-                tool = attrs.get(sc.TOOL_NAME)
-                item: Any = SpanToolStep(
-                    tool if type(tool) is str and tool else extract.tool_name(span, attrs), span._start_time or 0,
-                    span._end_time or 0, ctx[1], ctx[0],
-                    span._status._status_code is not _ERROR and attrs.get(sc.TOOL_STATUS) != "error",
-                    attrs, span._events)
+                item: Any = extract.step_of(span, attrs)
             elif kind is LLM:
                 item = extract.usage(attrs)
             elif kind is AGENT:

@@ -90,7 +90,6 @@ class SpanView(PublicSpanFields):
         self._resource = getattr(span, "resource", None)
 
 
-
 FAST_SPANS.add(SpanView)
 
 
@@ -311,12 +310,15 @@ class SpanToolStep(ToolStep):
 def tool_step(span: Any, attrs: Any = None) -> ToolStep:
     """A finished tool span as a step. Arguments and results stay in the span: read if needed."""
     span = view(span)
-    if attrs is None:
-        attrs = attributes_of(span)
+    return step_of(span, attrs if attrs is not None else attributes_of(span))
+
+
+def step_of(span: Any, attrs: Any) -> ToolStep:
+    """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path)."""
     ctx = span._context
     tool = attrs.get(sc.TOOL_NAME)
     return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        span._end_time or 0, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events or ())
+                        span._end_time or 0, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events)
 
 
 def is_ok(span: Any, attrs: Any) -> bool:
