@@ -61,9 +61,12 @@ class TrajectoryProcessor(SpanProcessor):
         self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
-        # The SDK calls these for every span: bound straight to the engine, one frame less each.
-        self.on_start = self.engine.start  # type: ignore[method-assign]
-        self.on_end = self.engine.end  # type: ignore[method-assign]
+        # The SDK calls these for every span: bound straight to the engine, one frame less each
+        # (unless a subclass overrides them).
+        if type(self).on_start is TrajectoryProcessor.on_start:
+            self.on_start = self.engine.start  # type: ignore[method-assign]
+        if type(self).on_end is TrajectoryProcessor.on_end:
+            self.on_end = self.engine.end  # type: ignore[method-assign]
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.engine.start(span)  # never raises: errors are counted in agenteval_processor_errors_total

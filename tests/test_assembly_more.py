@@ -79,3 +79,26 @@ def test_spans_of_other_classes_are_read_through_their_public_fields(make_proces
         theirs.agent_name, theirs.conversation_id, theirs.llm_calls, theirs.input_tokens, theirs.tool_errors)
     assert [(s.tool, s.ok, s.arguments) for s in mine.steps] == [(s.tool, s.ok, s.arguments) for s in theirs.steps]
     assert [v.rule for v in found] == [v.rule for v in h.violations] == ["write_retried_after_error"]
+
+
+def test_a_subclass_that_overrides_on_end_is_still_called():
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_agenteval import TrajectoryProcessor
+
+    seen = []
+
+    class Counting(TrajectoryProcessor):
+        def on_end(self, span):
+            seen.append(span.name)
+            super().on_end(span)
+
+    from prometheus_client import CollectorRegistry
+
+    proc = Counting(registry=CollectorRegistry())
+    provider = TracerProvider()
+    provider.add_span_processor(proc)
+    with provider.get_tracer("t").start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        pass
+    assert seen == ["invoke_agent a"]
+    assert proc.stats()["spans"]["agent"] == 1
