@@ -318,3 +318,20 @@ def test_two_local_roots_open_at_once_in_one_trace(make_processor: Any, tmp_path
             ("support", ["create_claim"], "success"), ("triage", ["lookup_order", "lookup_order", "create_claim"],
                                                        "success")]
         assert result.engine_stats["late"] == 0 and result.engine_stats["replay"]["traces_end_only"] == 0
+
+
+def test_cli_verbose_logs_each_violation_and_quiet_does_not(live: Any, tmp_path: Path, policy_file: Path) -> None:
+    import subprocess
+    import sys
+
+    _, spans = live
+    path = tf.otlp_json_lines(spans, tmp_path / "t.jsonl")
+
+    def stderr(*flags: str) -> str:
+        cmd = [sys.executable, "-m", "otel_agenteval.cli", "replay", str(path), "--policy", str(policy_file), *flags]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stderr
+        return done.stderr
+
+    assert "agenteval.violation: create_claim called again" in stderr("-v")
+    assert "agenteval.violation" not in stderr()

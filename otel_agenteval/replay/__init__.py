@@ -60,6 +60,7 @@ def replay(
     keep: bool = True,
     on_progress: Callable[[Path, int], None] | None = None,
     max_held_spans: int = 50_000,
+    log_violations: bool = False,
 ) -> ReplayResult:
     """Read every span of ``paths`` into a fresh :class:`Engine`; return what it found."""
     policy = policy if policy is not None else Policy()
@@ -70,8 +71,8 @@ def replay(
         done.insert(0, result.trajectories.append)
         found.insert(0, result.violations.append)
 
-    # violations come back to the caller (and out of the commands' reports): no log line for each
-    engine = Engine(policy, on_violation=found, on_finish=done, log_violations=False)
+    # violations come back to the caller (and out in the commands' reports): a log line each only if asked
+    engine = Engine(policy, on_violation=found, on_finish=done, log_violations=log_violations)
     feeder = Feeder(engine, max_held_spans)
     add = feeder.add
     thresholds = gc.get_threshold()

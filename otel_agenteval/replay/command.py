@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"replay: rejected: {msg}", file=sys.stderr)
 
     try:
-        result = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False,
+        result = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
                         on_trajectory=[summary.add_trajectory], on_violation=[found],
                         on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:

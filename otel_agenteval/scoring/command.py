@@ -183,7 +183,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"rejected: {msg}")
 
     try:
-        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False,
+        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
                      on_trajectory=[finished], on_violation=[found],
                      on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
