@@ -39,11 +39,17 @@ def normalise_value(value: Any) -> Any:
     return value
 
 
-_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads runs
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN/Infinity: the arguments are compared as text instead
+
+
+# the C scanner json.loads runs, without its Python layers; standard JSON only (the canonical key
+# is written by orjson, which has no NaN: {"a": NaN} must not equal {"a": null})
+_scan = json.JSONDecoder(parse_constant=_no_constant).scan_once  # type: ignore[attr-defined]
 
 
 def _loads(text: str) -> Any:
-    """``json.loads`` of stripped text (exact for any int, NaN taken), in one C call."""
+    """``json.loads`` of stripped text (exact for any int), in one C call."""
     try:
         value, end = _scan(text, 0)
     except StopIteration:

@@ -355,3 +355,14 @@ def test_budget_gate_follows_the_agent_name_learned_late(make_processor: Any) ->
     second = h.tool(root, "lookup_order", {"order_id": "2"}, at=2)
     h.end(root, 3)
     assert breaches(h) == [("steps", hex_span(second), 2, 1)]
+
+
+def test_non_standard_json_constants_are_compared_as_text(make_processor: Any) -> None:
+    # {"amount": NaN} is not JSON; read as text it must not collide with {"amount": null}
+    h = make_processor(WRITES_ONLY)
+    root = h.agent("support", 0)
+    h.tool(root, "issue_refund", '{"order_id": "1", "amount": null}', at=1)
+    h.tool(root, "issue_refund", '{"order_id": "1", "amount": NaN}', at=2)
+    h.tool(root, "issue_refund", '{"order_id": "1", "amount": NaN}', at=3)  # the same text again: a duplicate
+    h.end(root, 4)
+    assert [v.rule for v in h.violations] == ["duplicate_write"]
