@@ -48,7 +48,7 @@ class PlainHistogram:
         self.values: dict[Key, list[Any]] = {}  # key -> [counts..., sum, exemplars]
 
     def series(self, key: Key) -> list[Any]:
-        """The series of ``key``: ``[bucket counts, sum, exemplars]``, for writers that inline :meth:`observe`."""
+        """The series of ``key``: ``[bucket counts, sum, exemplars]``, bound once by writers that use :func:`record`."""
         s = self.values.get(key)
         if s is None:
             n = len(self.bounds) + 1
@@ -59,12 +59,7 @@ class PlainHistogram:
         self.series(key)
 
     def observe(self, key: Key, value: float, trace_id: str | None = None) -> None:
-        s = self.series(key)
-        i = bisect_left(self.bounds, value)  # first bucket whose upper bound is >= value
-        s[0][i] += 1
-        s[1] += value
-        if trace_id is not None:
-            s[2][i] = (trace_id, value, time.time())
+        record(self.series(key), self.bounds, value, trace_id, time.time())
 
     def family(self) -> Metric:
         fam = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
@@ -79,6 +74,15 @@ class PlainHistogram:
                     buckets.append((le, running, Exemplar({"trace_id": ex[0]}, ex[1], ex[2])))
             fam.add_metric(list(key), buckets, total)
         return fam
+
+
+def record(series: list[Any], bounds: Sequence[float], value: float, trace_id: str | None, now: float) -> None:
+    """One observation into a histogram series (see :meth:`PlainHistogram.series`)."""
+    i = bisect_left(bounds, value)  # first bucket whose upper bound is >= value
+    series[0][i] += 1
+    series[1] += value
+    if trace_id is not None:
+        series[2][i] = (trace_id, value, now)
 
 
 class PlainCollector(Collector):

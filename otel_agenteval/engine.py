@@ -45,9 +45,8 @@ def limits_of(budget: Budget) -> Limits:
         return _INF if v is None else v
 
     dur = budget.max_duration_s
-    limits = (lim(budget.max_steps), lim(budget.max_llm_calls), lim(budget.max_tokens), lim(budget.max_cost_usd),
-              _INF if dur is None else dur * 1e9 * (1 - 1e-9), budget.max_repeats is not None)
-    return NO_LIMITS if limits == NO_LIMITS else limits  # the one "no budget" value, told apart by identity
+    return (lim(budget.max_steps), lim(budget.max_llm_calls), lim(budget.max_tokens), lim(budget.max_cost_usd),
+            _INF if dur is None else dur * 1e9 * (1 - 1e-9), budget.max_repeats is not None)
 
 
 class _Root:
@@ -79,11 +78,6 @@ class _Root:
         self.is_agent = False  # the key span was an agent span when it started
 
 
-def _is_local_root(span: Any) -> bool:
-    parent = span._parent
-    return parent is None or bool(parent[2])
-
-
 _SPAN_HOLDERS = ("check", "root", "last_chat", "prev_chat", "confirmed", "repeats")
 
 
@@ -98,6 +92,7 @@ class Engine:
         "_evicted",
         "_gated",
         "_gated_any",
+        "_last_service",
         "_late_memory",
         "_limits",
         "_log_violations",
@@ -119,7 +114,6 @@ class Engine:
         "_recent_done",
         "_routes",
         "_rules",
-        "_services",
         "_span_counts",
         "_success_tools",
         "_tool_counts",
@@ -186,7 +180,7 @@ class Engine:
         self._span_counts: dict[str, int] = self.stats["spans"]
         self._prices: dict[str | None, tuple[float, float]] = {}  # model -> USD per token (in, out)
         self._limits: dict[str, Any] = {}  # agent -> its budget as numbers (see limits_of)
-        self._services: dict[int, tuple[Any, str]] = {}  # id(resource) -> (resource, service.name)
+        self._last_service: tuple[Any, str] = (object(), "")  # (resource, its service.name)
         self._success_tools = frozenset(policy.outcome.success_when)
 
     # --- front door: span start (in process only) ---------------------------------------------
@@ -198,8 +192,9 @@ class Engine:
             ctx = span._context
             routes = self._routes
             root = None if parent is None or parent[2] else routes.get(parent[1])
-            a = span._attributes
-            op = (a._dict if type(a) is BoundedAttributes else (a or _EMPTY)).get(sc.OPERATION_NAME)
+            a = span._attributes  # extract.attributes_of, inlined on this path (every span)
+            attrs = a._dict if type(a) is BoundedAttributes else (a or _EMPTY)
+            op = attrs.get(sc.OPERATION_NAME)
             agent = op == sc.OP_INVOKE_AGENT if op is not None else extract.is_agent_at_start(span)
             if root is not None and not agent:
                 # the common case: a span inside a known run. Dict reads and writes are atomic,
@@ -212,14 +207,13 @@ class Engine:
                 if root is None or (agent and not root.is_agent):
                     # a local root, or the outermost agent span under a non-agent root
                     root = _Root(ctx[1], ctx[0], span._start_time or 0, self._service(span))
-                    start_attrs = extract.attributes_of(span)
-                    if start_attrs:
-                        root.attributes.update(start_attrs)
+                    if attrs:
+                        root.attributes.update(attrs)
                     if agent:
                         root.is_agent = True
-                        self._name_at_start(root, span, own=True)
+                        self._name_at_start(root, span, attrs, own=True)
                 elif agent:
-                    self._name_at_start(root, span, own=False)
+                    self._name_at_start(root, span, attrs, own=False)
                 routes[ctx[1]] = root
                 if len(routes) > self._max_routes:
                     self._drop_route()
@@ -227,16 +221,15 @@ class Engine:
             self.stats["errors"]["on_start"] += 1
 
     def _service(self, span: Any) -> str:
-        """``service.name`` of a span's resource; looked up once per resource object (bounded)."""
+        """``service.name`` of a span's resource, remembered for the last resource seen (a process
+        has one; a replayed batch shares one)."""
         res = span._resource
-        hit = self._services.get(id(res))
-        if hit is not None and hit[0] is res:
-            return hit[1]
+        last = self._last_service
+        if last[0] is res:
+            return last[1]
         name = res.attributes.get(sc.SERVICE_NAME) if res is not None else None
         service = str(name) if name else "unknown"
-        if len(self._services) >= 64:
-            self._services.clear()
-        self._services[id(res)] = (res, service)  # holds res: its id is not reused while cached
+        self._last_service = (res, service)
         return service
 
     def _drop_route(self) -> None:
@@ -247,8 +240,7 @@ class Engine:
             return
         self.stats["routes_dropped"] += 1
 
-    def _name_at_start(self, root: _Root, span: Any, own: bool) -> None:
-        attrs = extract.attributes_of(span)
+    def _name_at_start(self, root: _Root, span: Any, attrs: Any, own: bool) -> None:
         explicit = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
         if explicit:
             if own or not root.named:
@@ -283,7 +275,7 @@ class Engine:
         try:
             if type(span) not in FAST_SPANS:
                 span = SpanView(span)
-            a = span._attributes
+            a = span._attributes  # extract.attributes_of, inlined on this path (every span)
             attrs = a._dict if type(a) is BoundedAttributes else (a or _EMPTY)
             op: Any = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
@@ -359,7 +351,7 @@ class Engine:
             for conf in confirmations.from_events(span):
                 confirmations.keep(self._trajectory(root, span).extra, conf)
         violations: list[Violation] = []
-        is_root_end = _is_local_root(span) if by_trace else sid == root.key
+        is_root_end = extract.is_local_root(span) if by_trace else sid == root.key
         if item is not None:
             t = root.traj
             if t is None:
@@ -445,8 +437,7 @@ class Engine:
     def _check(self, t: Trajectory) -> Check:
         c: Check | None = t.extra.get("check")
         if c is None:
-            budget = self.policy.budget_for(t.agent_name)
-            c = Check(t, self.policy, budget, t.limits is not NO_LIMITS or None)
+            c = Check(t, self.policy, self.policy.budget_for(t.agent_name))
             t.extra["check"] = c
         return c
 

@@ -171,14 +171,15 @@ def agent_name_at_start(span: Any) -> str | None:
     if name:
         return str(name)
     guess = _name_from_span_name(span.name)
-    if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and not _is_local_root(span):
+    if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and not is_local_root(span):
         # OpenInference (OpenAI Agents) sets agent.name only at end, but names a nested agent span
         # after its agent; without this guess, tool calls ending before it would count as "unknown".
         return span.name or None
     return guess
 
 
-def _is_local_root(span: Any) -> bool:
+def is_local_root(span: Any) -> bool:
+    """No parent, or a remote one: the span is its service's entry into the trace."""
     parent = span.parent
     return parent is None or parent.is_remote
 
@@ -383,17 +384,16 @@ def agent_span(span: Any, attrs: Any = None) -> AgentSpan:
     ctx = span._context
     if not name:
         name = _name_from_span_name(span._name)
-        if name is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and _is_local_root(span):
+        if name is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and is_local_root(span):
             # OpenInference LangChain sets no agent.name; it names the graph's root span after
             # the graph (create_react_agent(name=...)). Nested AGENT spans there are graph nodes.
             name = span._name or None
-    cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
     return AgentSpan(  # positional: a third of the cost of keywords on this path
         name if type(name) is str else (str(name) if name else None),
         ctx[1], ctx[0], span._start_time or 0, span._end_time or 0,
         span._status._status_code is not StatusCode.ERROR,
         False,
-        cid if type(cid) is str and cid else (str(cid) if cid else None),
+        conversation(attrs),
         str(outcome) if outcome else None,
         model if type(model) is str else (str(model) if model else None),
         inp if type(inp) is int and inp >= 0 else _int(inp),

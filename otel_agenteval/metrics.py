@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -17,7 +16,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ._series import PlainCollector, PlainCounter, PlainHistogram
+from ._series import PlainCollector, PlainCounter, PlainHistogram, record
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
@@ -88,8 +87,7 @@ class Metrics:
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], tuple[list[Any], ...]] = {}
-        self._token_keys: dict[tuple[str, str], tuple[tuple[str, str, str], tuple[str, str, str]]] = {}
-        self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)  # as in _row
+        self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)  # in _row's order
 
     # --- per-agent children, bound once ---------------------------------------------------------
     def _agent(self, service: str, agent: str) -> None:
@@ -131,7 +129,7 @@ class Metrics:
             self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
 
     def finished(self, t: Trajectory) -> None:
-        """One finished trajectory: four histograms and the counters, under one lock, no calls per series."""
+        """One finished trajectory: four histograms (their series bound once per key) and the counters, under one lock."""
         redundant = redundant_calls(t, self._writes)
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
@@ -139,29 +137,19 @@ class Metrics:
             row = self._row(okey)
         trace, now = t.trace_hex, time.time()
         values = (t.tool_calls, t.llm_calls, t.duration_s, t.cost_usd)
+        service, agent = okey[0], okey[1]
         with self._lock:
-            for series, bounds, value in zip(row, self._bounds, values):  # PlainHistogram.observe, inlined
-                i = bisect_left(bounds, value)
-                series[0][i] += 1
-                series[1] += value
-                series[2][i] = (trace, value, now)
-            counts = self.trajectories.values
-            counts[okey] = counts.get(okey, 0.0) + 1
-            if t.input_tokens or t.output_tokens:
-                tokens = self.tokens.values
-                ikey, okey_ = self._token_keys.get(okey[:2]) or self._token_key(okey[:2])
-                tokens[ikey] += t.input_tokens  # touched with the agent: always present
-                tokens[okey_] += t.output_tokens
+            for series, bounds, value in zip(row, self._bounds, values):
+                record(series, bounds, value, trace, now)
+            self.trajectories.inc(okey)
+            if t.input_tokens:
+                self.tokens.inc((service, agent, "input"), t.input_tokens)
+            if t.output_tokens:
+                self.tokens.inc((service, agent, "output"), t.output_tokens)
             if t.tool_errors:
                 self.with_tool_errors.inc(okey)
             for tool in redundant:
-                self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
-
-    def _token_key(self, key: tuple[str, str]) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
-        keys = ((*key, "input"), (*key, "output"))
-        if len(self._token_keys) < 4096:
-            self._token_keys[key] = keys
-        return keys
+                self.redundant.inc((service, agent, self.tool_label(tool)))
 
     def _row(self, okey: tuple[str, str, str]) -> tuple[list[Any], ...]:
         """The four histogram series a (service, agent, outcome) writes to, bound once (bounded)."""

@@ -23,17 +23,11 @@ _SCALARS = frozenset((int, float, bool, type(None)))
 
 def normalise_value(value: Any) -> Any:
     """Strip strings, recurse into containers, sort nothing (dict equality ignores order)."""
-    kind = type(value)
-    if kind is str:
-        return value.strip()
-    if kind is dict:  # JSON objects: one comprehension, a call only for nested containers
-        return {(k.strip() if type(k) is str else str(k).strip()):
-                (v.strip() if type(v) is str else v if type(v) in _SCALARS else normalise_value(v))
-                for k, v in value.items()}
     if isinstance(value, str):
         return value.strip()
-    if isinstance(value, dict):
-        return {str(k).strip(): normalise_value(v) for k, v in value.items()}
+    if isinstance(value, dict):  # scalars inline: a call only for nested containers
+        return {str(k).strip(): v.strip() if type(v) is str else v if type(v) in _SCALARS else normalise_value(v)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [normalise_value(v) for v in value]
     return value
@@ -64,22 +58,9 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
     LangChain passes a one-argument tool's bare value (``'88120'``) rather than JSON.
     """
-    if type(raw) is str:  # the usual case: a JSON object as text
-        text = raw.strip()
-        if text[:1] == "{":
-            try:
-                value = _loads(text)
-            except ValueError:
-                return {"input": text}
-            if type(value) is dict:
-                return normalise_value(value)  # type: ignore[no-any-return]
-    if raw is None:
-        return {}
-    if isinstance(raw, dict):
-        return normalise_value(raw)  # type: ignore[no-any-return]
     if isinstance(raw, (bytes, bytearray)):
         raw = raw.decode("utf-8", "replace")
-    if isinstance(raw, str):
+    if isinstance(raw, str):  # the usual case: a JSON object as text
         text = raw.strip()
         if text[:1] in ("{", "["):
             try:
@@ -90,6 +71,10 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
                 return normalise_value(value)  # type: ignore[no-any-return]
             return {"input": normalise_value(value)}
         return {"input": text}
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return normalise_value(raw)  # type: ignore[no-any-return]
     return {"input": raw}
 
 
@@ -296,7 +281,7 @@ _tool_of = attrgetter("tool")
 def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[str]:
     """Non-write tools called again with identical arguments in one trajectory.
 
-    Groups by the raw argument text first, so a run that calls each tool once parses nothing.
+    Arguments are parsed only for tools that ran more than once.
     """
     steps = t.steps
     if len(set(map(_tool_of, steps))) == len(steps):
@@ -306,11 +291,11 @@ def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[st
         if s.tool not in writes:
             by_tool.setdefault(s.tool, []).append(s)
     out: list[str] = []
-    for tool, steps in by_tool.items():
-        if len(steps) < 2:
+    for tool, calls in by_tool.items():
+        if len(calls) < 2:
             continue
         seen: set[str] = set()
-        for s in steps:
+        for s in calls:
             k = s.arguments_key
             if k in seen:
                 out.append(tool)

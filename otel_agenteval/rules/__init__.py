@@ -35,11 +35,11 @@ class Check:
 
     __slots__ = ("budget", "has_budget", "policy", "trajectory")
 
-    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget, has_budget: bool | None = None) -> None:
+    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
         self.trajectory = trajectory
         self.policy = policy
         self.budget = budget
-        self.has_budget = any(v is not None for v in budget.__dict__.values()) if has_budget is None else has_budget
+        self.has_budget = any(v is not None for v in budget.__dict__.values())
 
     @property
     def conversation(self) -> Conversation | None:
