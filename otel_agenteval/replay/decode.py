@@ -61,6 +61,7 @@ _ENTRY_KINDS = (SpanKind.SERVER, SpanKind.CONSUMER)
 
 _HAS_IS_REMOTE = 0x100  # SpanFlags in opentelemetry-proto
 _IS_REMOTE = 0x200
+REMOTE_PARENT = _HAS_IS_REMOTE | _IS_REMOTE  # flags of a span whose parent is known to be remote
 
 
 def _hex_id(value: Any, hex_len: int, field: str, required: bool) -> int:
@@ -141,9 +142,8 @@ def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSp
     pid = s.get("parentSpanId")
     parent = None
     if pid:
-        flags = s.get("flags") or 0
         parent = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "parentSpanId", True),
-                                 bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else False)
+                                 (s.get("flags") or 0) & REMOTE_PARENT == REMOTE_PARENT)
     st = s.get("status")
     status = _status(st) if st else STATUS_UNSET
     kind = _KIND.get(s.get("kind", 0))
@@ -157,7 +157,6 @@ def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSp
 
 
 _SLOW = (ValueError, TypeError, KeyError, AttributeError)  # the fast path gives up; Bad is a ValueError
-_REMOTE_PARENT = _HAS_IS_REMOTE | _IS_REMOTE
 
 
 def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[RecordedSpan],
@@ -183,7 +182,7 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.get("parentSpanId")
-            parent = _parent_of(parents, pid, trace_id, s.get("flags") or 0) if pid else None
+            parent = shared_parent(parents, pid, trace_id, s.get("flags") or 0, _parent_hex) if pid else None
             st = s.get("status")
             evs = s.get("events")
             at = s.get("attributes")
@@ -202,14 +201,20 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
                 reject(f"{where}[{k}]: {why(exc)}")
 
 
-def _parent_of(parents: dict[Any, RecordedContext], pid: str, trace_id: int, flags: int) -> RecordedContext:
-    """A span's parent context, shared by the spans of one parent within a request (``parents``)."""
-    if flags & _REMOTE_PARENT == _REMOTE_PARENT:
-        return RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True), True)
-    parent = parents.get(pid)
+def shared_parent(parents: dict[Any, RecordedContext], key: Any, trace_id: int, flags: int,
+                  span_id_of: Callable[[Any], int]) -> RecordedContext:
+    """A span's parent context, one per parent within a request (``parents``, keyed by the parent id
+    as read); ``span_id_of(key)`` turns the id into an int only when a context is made."""
+    if flags & REMOTE_PARENT == REMOTE_PARENT:
+        return RecordedContext(trace_id, span_id_of(key), True)
+    parent = parents.get(key)
     if parent is None or parent[0] != trace_id:
-        parent = parents[pid] = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True))
+        parent = parents[key] = RecordedContext(trace_id, span_id_of(key))
     return parent
+
+
+def _parent_hex(pid: str) -> int:
+    return int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True)
 
 
 def _otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], None]) -> list[RecordedSpan]:
@@ -335,7 +340,7 @@ if msgspec is not None:
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.parentSpanId
-            parent = _parent_of(parents, pid, trace_id, s.flags) if pid else None
+            parent = shared_parent(parents, pid, trace_id, s.flags, _parent_hex) if pid else None
             st = s.status
             evs = s.events
             at = s.attributes

@@ -15,14 +15,11 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import SpanKind
 
-from .decode import _STATUS, Bad, end_time
+from .decode import _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 from .readers import ReadCounts, gc_paused
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 
 _KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
-_HAS_IS_REMOTE = 0x100
-_IS_REMOTE = 0x200
-_REMOTE_PARENT = _HAS_IS_REMOTE | _IS_REMOTE
 
 
 def _value(v: Any) -> Any:
@@ -72,14 +69,17 @@ def _events(evs: Any) -> tuple[RecordedEvent, ...]:
     return tuple(RecordedEvent(e.name, _attributes(e.attributes), e.time_unix_nano) for e in evs)
 
 
+def _from_bytes(raw: bytes) -> int:
+    return int.from_bytes(raw, "big")
+
+
 def _span(s: Any, resource: RecordedResource) -> RecordedSpan:
     """One span, every form; the reference the fast path in :func:`_spans` must equal."""
     ctx = RecordedContext(_id(s.trace_id, 16, "trace_id", True), _id(s.span_id, 8, "span_id", True))
     parent = None
     if s.parent_span_id:
-        flags = s.flags
         parent = RecordedContext(ctx.trace_id, _id(s.parent_span_id, 8, "parent_span_id", False),
-                                 bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else False)
+                                 s.flags & REMOTE_PARENT == REMOTE_PARENT)
     status = _status(s.status) if s.HasField("status") else STATUS_UNSET
     kind = _KINDS.get(s.kind)
     if kind is None:
@@ -107,14 +107,7 @@ def _spans(spans: Any, resource: RecordedResource, out: list[RecordedSpan], wher
             pid = s.parent_span_id
             if not trace_id or not span_id or (pid and len(pid) != 8):
                 raise Bad("not the common form")
-            if not pid:
-                parent = None
-            elif (s.flags & _REMOTE_PARENT) == _REMOTE_PARENT:
-                parent = RecordedContext(trace_id, int.from_bytes(pid, "big"), True)
-            else:
-                parent = parents.get(pid)
-                if parent is None or parent.trace_id != trace_id:
-                    parent = parents[pid] = RecordedContext(trace_id, int.from_bytes(pid, "big"))
+            parent = shared_parent(parents, pid, trace_id, s.flags, _from_bytes) if pid else None
             status = _status(s.status) if s.HasField("status") else STATUS_UNSET
             evs = s.events
             append(RecordedSpan(s.name, RecordedContext(trace_id, span_id), parent, _KINDS[s.kind],

@@ -1,34 +1,31 @@
 """A recorded span: the fields of the SDK's ``ReadableSpan`` that the engine and extract read.
 
-Built straight from a file record by :mod:`.readers`; plain ``__slots__`` objects, no
-validation beyond what the reader did, so building one costs little more than a tuple.
+Built straight from a file record by :mod:`.readers`, with no validation beyond what the reader
+did: contexts are tuples, spans msgspec structs (built in C), both carrying the fields the SDK's
+own classes carry, under the same private names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 from opentelemetry.trace import SpanKind, StatusCode
 
-from ..extract import PublicSpanFields, register_span_type
+from ..extract import PublicSpanFields, SpanIds, register_span_type
 
 __all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedSpan", "RecordedStatus"]
 
 
-class RecordedContext(tuple):  # type: ignore[type-arg]
+class RecordedContext(SpanIds):
     """Like ``SpanContext`` (a tuple too): ``(trace_id, span_id, is_remote)``, read by name or index."""
 
     __slots__ = ()
 
     def __new__(cls, trace_id: int, span_id: int, is_remote: bool = False) -> RecordedContext:
         return tuple.__new__(cls, (trace_id, span_id, is_remote))
-
-    trace_id = property(itemgetter(0))
-    span_id = property(itemgetter(1))
-    is_remote = property(itemgetter(2))
 
     def __repr__(self) -> str:
         return f"RecordedContext(trace_id=0x{self[0]:032x}, span_id=0x{self[1]:016x}, is_remote={self[2]})"
