@@ -2,8 +2,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
+# the compiled (mypyc) build of the hot path: rebuilt in place when its sources change
+COMPILED = $(VENV)/.compiled
+SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py) setup.py
 
-.PHONY: demo test bench dashboards clean
+.PHONY: demo test test-pure build bench dashboards clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -11,24 +14,37 @@ $(BIN)/python:
 
 $(VENV)/.core: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e .
-	touch $@
+	touch $@ $(COMPILED)
 
 $(VENV)/.test: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e '.[test,dashboards]'
+	touch $@ $(COMPILED)
+
+$(COMPILED): $(SOURCES)
+	$(BIN)/python setup.py -q build_ext --inplace --force
 	touch $@
 
-demo: $(VENV)/.core
+build: $(VENV)/.test $(COMPILED)
+
+demo: $(VENV)/.core $(COMPILED)
 	$(BIN)/otel-agenteval demo $(ARGS)
 
-test: $(VENV)/.test
+# the whole suite on the compiled build, then again on plain Python (what installs without a compiler)
+test: $(VENV)/.test $(COMPILED)
 	bash .ci/install-tools.sh
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	OTEL_AGENTEVAL_EXPECT_BUILD="compiled (mypyc)" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	bash .ci/test-pure.sh $(PYTEST_ARGS)
 
-bench: $(VENV)/.test
+test-pure: $(VENV)/.test
+	bash .ci/test-pure.sh $(PYTEST_ARGS)
+
+bench: $(VENV)/.test $(COMPILED)
 	$(BIN)/python benchmarks/processor_overhead.py
 
 dashboards: $(VENV)/.test
 	$(BIN)/python -m dashboards.generate
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache build
+	find otel_agenteval -name '*.so' -delete
+	rm -f otel_agenteval__mypyc*.so

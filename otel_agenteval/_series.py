@@ -7,14 +7,12 @@ few additions under one lock) and builds the families only when Prometheus asks.
 
 from __future__ import annotations
 
-import threading
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, Exemplar, HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 Key = tuple[str, ...]
@@ -83,19 +81,3 @@ def record(series: list[Any], bounds: Sequence[float], value: float, trace_id: s
     series[1] += value
     if trace_id is not None:
         series[2][i] = (trace_id, value, now)
-
-
-class PlainCollector(Collector):
-    """Serves a set of plain series; ``lock`` is the one their writers hold."""
-
-    def __init__(self, series: Iterable[PlainCounter | PlainHistogram], lock: threading.Lock) -> None:
-        self._series = tuple(series)
-        self._lock = lock
-
-    def describe(self) -> list[Metric]:
-        return []
-
-    def collect(self) -> Iterable[Metric]:
-        with self._lock:
-            families = [s.family() for s in self._series]
-        return families

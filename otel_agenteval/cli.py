@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 COMMANDS: dict[str, str] = {
     "demo": "otel_agenteval.demo",
@@ -21,14 +22,23 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+class _Version(argparse.Action):
+    """``otel-agenteval 0.1.0 (compiled (mypyc))``: which build runs is looked up only when asked."""
 
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from . import __version__
+        from ._build import build_name
+
+        print(f"{parser.prog} {__version__} ({build_name()})")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="otel-agenteval",
         description="Trajectory checks and metrics for AI agents, on OpenTelemetry traces.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the build, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         try:

@@ -703,7 +703,7 @@ class Engine:
             self._deliver(found, [f])
 
     # --- count: sinks, outside the lock ----------------------------------------------------------
-    def _deliver(self, violations: list[Violation], finished: list[Trajectory]) -> None:
+    def _deliver(self, violations: Sequence[Violation], finished: Sequence[Trajectory]) -> None:
         for v in violations:
             if self._log_violations:
                 self._log(v)

@@ -8,14 +8,14 @@ processor hands real spans, the replay readers hand :class:`~otel_agenteval.repl
 from __future__ import annotations
 
 import json
-from operator import attrgetter, itemgetter
 from typing import Any, Final, Literal
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk import trace as _sdk_trace
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
+from ._spanfields import SpanView
 from .trajectory import AgentSpan, LLMCall, ToolStep
 
 Kind = Literal["tool", "llm", "agent", "confirmation"]
@@ -39,58 +39,9 @@ _EMPTY: dict[str, Any] = {}
 # ``_parent``, ``_start_time``, ``_end_time``, ``_status``, ``_attributes``, ``_events``,
 # ``_resource``, ``_name``), contexts indexable as ``(trace_id, span_id, is_remote, ...)``.
 # The engine's hot path reads those fields directly: no property call per field.
-FAST_SPANS: set[type] = set(_SDK_SPANS)
+FAST_SPANS: set[type] = {*_SDK_SPANS, SpanView}
 
 
-class SpanIds(tuple):  # type: ignore[type-arg]
-    """``(trace_id, span_id, is_remote)``: reads like ``SpanContext`` (a tuple too), built in C."""
-
-    __slots__ = ()
-    trace_id = property(itemgetter(0))
-    span_id = property(itemgetter(1))
-    is_remote = property(itemgetter(2))
-
-
-_STATUS: dict[Any, Status] = {code: Status(code) for code in StatusCode}
-
-
-class PublicSpanFields:
-    """``ReadableSpan``'s public read-only names over the private fields (for span classes of our own)."""
-
-    __slots__ = ()
-    name = property(attrgetter("_name"))
-    context = property(attrgetter("_context"))
-    parent = property(attrgetter("_parent"))
-    start_time = property(attrgetter("_start_time"))
-    end_time = property(attrgetter("_end_time"))
-    status = property(attrgetter("_status"))
-    attributes = property(attrgetter("_attributes"))
-    events = property(attrgetter("_events"))
-    resource = property(attrgetter("_resource"))
-
-
-class SpanView(PublicSpanFields):
-    """Any span-shaped object, read once through its public API into the fields the engine reads."""
-
-    __slots__ = ("_attributes", "_context", "_end_time", "_events", "_name", "_parent", "_resource", "_start_time",
-                 "_status")
-
-    def __init__(self, span: Any) -> None:
-        ctx = span.context
-        self._context = SpanIds((ctx.trace_id, ctx.span_id, bool(getattr(ctx, "is_remote", False))))
-        p = span.parent
-        self._parent = None if p is None else SpanIds((p.trace_id, p.span_id, bool(getattr(p, "is_remote", False))))
-        self._name = span.name or ""
-        self._start_time = span.start_time
-        self._end_time = span.end_time
-        st = getattr(span, "status", None)
-        self._status = _STATUS.get(getattr(st, "status_code", None), _STATUS[StatusCode.UNSET])
-        self._attributes = span.attributes or _EMPTY
-        self._events = getattr(span, "events", None) or ()
-        self._resource = getattr(span, "resource", None)
-
-
-FAST_SPANS.add(SpanView)
 
 
 def view(span: Any) -> Any:

@@ -2,21 +2,21 @@
 
 Names and labels are a contract: dashboards and alert rules are written against them.
 Hot counters (spans seen, late spans, drops, errors) are plain ints kept by the engine and
-read at scrape time by :class:`SelfCollector`, so the per-span path does no metric work.
+read at scrape time by :class:`~otel_agenteval.collectors.SelfCollector`, so the per-span path does no metric work.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
 
-from ._series import PlainCollector, PlainCounter, PlainHistogram, record
+from ._series import PlainCounter, PlainHistogram, record
+from .collectors import PlainCollector
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
@@ -163,47 +163,3 @@ class Metrics:
         if len(self._rows) < 4096:
             self._rows[okey] = row
         return row
-
-
-class SelfCollector(Collector):
-    """The monitor's own health, read from the engine's plain counters at scrape time."""
-
-    def __init__(self, stats: Callable[[], dict[str, Any]], metrics: Metrics | None = None) -> None:
-        self._stats = stats
-        self._metrics = metrics
-
-    def describe(self) -> list[Metric]:
-        return []
-
-    def collect(self) -> Iterable[Metric]:
-        s = self._stats()
-        if self._metrics is not None:
-            yield self._metrics.tool_calls(s["tool_calls"])
-        spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
-        for kind, n in sorted(s["spans"].items()):
-            spans.add_metric((kind,), n)
-        yield spans
-        evicted = CounterMetricFamily("agenteval_trajectories_evicted",
-                                      "Trajectories finalised early as incomplete, by reason.", labels=("reason",))
-        for reason, n in sorted(s["evicted"].items()):
-            evicted.add_metric((reason,), n)
-        yield evicted
-        yield CounterMetricFamily("agenteval_late_spans", "Spans that ended after their trajectory was finalised.",
-                                  value=s["late"])
-        yield CounterMetricFamily("agenteval_steps_dropped",
-                                  "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
-                                  value=s["steps_dropped"])
-        yield CounterMetricFamily("agenteval_open_spans_dropped",
-                                  "Open spans forgotten because limits.max_open_spans was reached.",
-                                  value=s["routes_dropped"])
-        conv = CounterMetricFamily("agenteval_conversations_evicted", "Conversation states dropped, by reason.",
-                                   labels=("reason",))
-        for reason, n in sorted(s["conversations_evicted"].items()):
-            conv.add_metric((reason,), n)
-        yield conv
-        errors = CounterMetricFamily("agenteval_processor_errors",
-                                     "Exceptions caught inside the processor (never raised to the host), by stage.",
-                                     labels=("stage",))
-        for stage, n in sorted(s["errors"].items()):
-            errors.add_metric((stage,), n)
-        yield errors

@@ -13,8 +13,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry
 
+from .collectors import SelfCollector
 from .engine import Engine
-from .metrics import Metrics, SelfCollector
+from .metrics import Metrics
 from .policy import Policy
 from .rules import KNOWN_RULES, Rule
 from .trajectory import Trajectory

@@ -14,7 +14,8 @@ from typing import Any
 import msgspec
 from opentelemetry.trace import SpanKind, StatusCode
 
-from ..extract import PublicSpanFields, SpanIds, register_span_type
+from .._spanfields import PublicSpanFields, SpanIds
+from ..extract import register_span_type
 
 __all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedSpan", "RecordedStatus"]
 

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test suite on the plain Python build: what `pip install` gives without a C compiler (or
+# with OTEL_AGENTEVAL_PURE_PYTHON=1). The tracked files are copied without the compiled
+# extensions, and that copy comes first on the path of the tests and of every command they run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work"
+cd "$work"
+PYTHONPATH="$work" OTEL_AGENTEVAL_EXPECT_BUILD="plain Python" "$repo/.venv/bin/python" -m pytest -p no:cacheprovider "$@"

@@ -1,0 +1,80 @@
+"""The Prometheus collectors: the plain series and the engine's counters, turned into metric
+families when Prometheus scrapes.
+
+Plain Python (not compiled with the hot path): they subclass prometheus_client's ``Collector``,
+and they run once per scrape, not once per span.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from ._series import PlainCounter, PlainHistogram
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
+
+
+class PlainCollector(Collector):
+    """Serves a set of plain series; ``lock`` is the one their writers hold."""
+
+    def __init__(self, series: Iterable[PlainCounter | PlainHistogram], lock: threading.Lock) -> None:
+        self._series = tuple(series)
+        self._lock = lock
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            families = [s.family() for s in self._series]
+        return families
+
+
+class SelfCollector(Collector):
+    """The monitor's own health, read from the engine's plain counters at scrape time."""
+
+    def __init__(self, stats: Callable[[], dict[str, Any]], metrics: Metrics | None = None) -> None:
+        self._stats = stats
+        self._metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        s = self._stats()
+        if self._metrics is not None:
+            yield self._metrics.tool_calls(s["tool_calls"])
+        spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
+        for kind, n in sorted(s["spans"].items()):
+            spans.add_metric((kind,), n)
+        yield spans
+        evicted = CounterMetricFamily("agenteval_trajectories_evicted",
+                                      "Trajectories finalised early as incomplete, by reason.", labels=("reason",))
+        for reason, n in sorted(s["evicted"].items()):
+            evicted.add_metric((reason,), n)
+        yield evicted
+        yield CounterMetricFamily("agenteval_late_spans", "Spans that ended after their trajectory was finalised.",
+                                  value=s["late"])
+        yield CounterMetricFamily("agenteval_steps_dropped",
+                                  "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
+                                  value=s["steps_dropped"])
+        yield CounterMetricFamily("agenteval_open_spans_dropped",
+                                  "Open spans forgotten because limits.max_open_spans was reached.",
+                                  value=s["routes_dropped"])
+        conv = CounterMetricFamily("agenteval_conversations_evicted", "Conversation states dropped, by reason.",
+                                   labels=("reason",))
+        for reason, n in sorted(s["conversations_evicted"].items()):
+            conv.add_metric((reason,), n)
+        yield conv
+        errors = CounterMetricFamily("agenteval_processor_errors",
+                                     "Exceptions caught inside the processor (never raised to the host), by stage.",
+                                     labels=("stage",))
+        for stage, n in sorted(s["errors"].items()):
+            errors.add_metric((stage,), n)
+        yield errors
