@@ -52,6 +52,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, TrajectoryProcessor
+from otel_agenteval._build import build_name
 
 TARGET, GOAL = 1.10, 1.05
 SPANS_PER_RUN = 14  # 1 agent + 5 chat + 8 tool
@@ -513,6 +514,7 @@ def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], noop_
         "workload": args.workload,
         "workload_description": arms[0].workload.description,
         "python": platform.python_version(),
+        "build": build_name(),
         "rounds": args.rounds, "runs_per_round": args.runs_per_round, "warmup_rounds": args.warmup,
         "spans_per_run": SPANS_PER_RUN, "gc": "disabled during rounds" if args.gc_off else "enabled (collected before each round)",
         "us_per_span": med,
@@ -531,7 +533,7 @@ def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], noop_
 
 def print_table(s: dict[str, Any]) -> None:
     print(f"workload {s['workload']}: {s['workload_description']}")
-    print(f"python {s['python']}, {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
+    print(f"python {s['python']}, otel-agenteval {s['build']}, {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
           f"(+{s['warmup_rounds']} warm-up rounds), GC {s['gc']}")
     print(f"{'arm':<34}{'us/span median':>15}{'IQR':>16}{'ratio':>8}{'cpu us/span':>13}{'ratio':>8}")
     base = s["us_per_span"]["baseline"]

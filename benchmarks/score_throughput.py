@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from otel_agenteval._build import build_name
+
 HERE = Path(__file__).resolve().parent
 
 CASES = """\
@@ -97,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
               f" score {row['score_peak_rss_mb']} MB", file=sys.stderr)
         if not a.keep and not a.dir:
             path.unlink()
-    info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+    info = {"python": platform.python_version(), "build": build_name(), "machine": platform.machine(), "cpus": os.cpu_count(),
             "load_avg": os.getloadavg(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "results": results}
+    print(f"build: {info['build']}", file=sys.stderr)
     if a.json:
         print(json.dumps(info, indent=2))
     return 0

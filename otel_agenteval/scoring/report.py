@@ -11,7 +11,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
+import orjson
+
 from .reliability import CaseResult, pass_hat_k, set_summary
+from .store import RunRecord
 
 SETS = ("regression", "capability")
 PRETTY_UP_TO = 1000  # runs: JSON is indented up to this, compact (and streamed) beyond
@@ -29,6 +32,14 @@ class Runs:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for run in self._runs:
             yield run.to_dict(self._show)
+
+    def json_texts(self) -> Iterator[str]:
+        """Each run as compact JSON text; a spooled run is copied out as it was written."""
+        for run in self._runs:
+            if isinstance(run, RunRecord):
+                yield run.json_text()
+            else:
+                yield orjson.dumps(run.to_dict(self._show), option=orjson.OPT_NON_STR_KEYS).decode()
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -77,14 +88,14 @@ def _plain(value: Any) -> Any:
 def write_json(doc: dict[str, Any], out: TextIO) -> None:
     """Indented for a reader; compact and streamed run by run past ``PRETTY_UP_TO`` runs."""
     if sum(len(c["runs"]) for c in doc["cases"]) <= PRETTY_UP_TO:
-        out.write(json.dumps(doc, indent=2, default=_plain) + "\n")
+        out.write(orjson.dumps(doc, default=_plain, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
         return
     sep = (",", ":")
     out.write('{"cases":[')
     for i, case in enumerate(doc["cases"]):
         head = json.dumps({k: v for k, v in case.items() if k != "runs"}, separators=sep)
         out.write(("," if i else "") + head[:-1] + ',"runs":[')
-        out.writelines(("," if j else "") + json.dumps(run, separators=sep) for j, run in enumerate(case["runs"]))
+        out.writelines(("," if j else "") + text for j, text in enumerate(case["runs"].json_texts()))
         out.write("]}")
     out.write("]")
     for key, value in doc.items():

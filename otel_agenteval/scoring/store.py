@@ -7,9 +7,10 @@ a small :class:`RunRecord`; the rest is one JSON line in the spool, read back wh
 
 from __future__ import annotations
 
-import json
 import tempfile
 from typing import IO, Any
+
+import orjson
 
 from .score import RunScore
 
@@ -37,6 +38,10 @@ class RunRecord:
         """The run as :meth:`RunScore.to_dict` gave it when scored (``show_arguments`` fixed then)."""
         return self._store.read(self._at, self._size)
 
+    def json_text(self) -> str:
+        """The same as compact JSON text, straight from the spool (no parse, no re-encode)."""
+        return self._store.raw(self._at, self._size).decode()
+
 
 class RunStore:
     """An append-only spool of run details (a temporary file, deleted on close)."""
@@ -47,7 +52,7 @@ class RunStore:
         self._end = 0
 
     def add(self, score: RunScore) -> RunRecord:
-        data = json.dumps(score.to_dict(self.show_arguments), separators=(",", ":")).encode()
+        data = orjson.dumps(score.to_dict(self.show_arguments), option=orjson.OPT_NON_STR_KEYS)
         f = self._file
         f.seek(self._end)
         f.write(data)
@@ -55,10 +60,13 @@ class RunStore:
         self._end += len(data)
         return RunRecord(score, self, at, len(data))
 
-    def read(self, at: int, size: int) -> dict[str, Any]:
+    def raw(self, at: int, size: int) -> bytes:
         f = self._file
         f.seek(at)
-        value: dict[str, Any] = json.loads(f.read(size))
+        return f.read(size)
+
+    def read(self, at: int, size: int) -> dict[str, Any]:
+        value: dict[str, Any] = orjson.loads(self.raw(at, size))
         return value
 
     def close(self) -> None:
