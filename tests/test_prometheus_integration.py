@@ -226,10 +226,7 @@ def test_step_count_percentiles_and_counts_match_the_demos_own(stack: Stack) -> 
     runs = stack.scalar('sum(agenteval_trajectory_steps_count{service_name="support-demo"})', at)
     assert runs == stack.scalar('sum(agenteval_trajectories_total{service_name="support-demo"})', at)
     assert runs >= 100
-    replay = subprocess.run(
-        [sys.executable, "-m", "otel_agenteval", "demo", "--runs", str(int(runs)), "--seed", str(SEED), "--no-serve",
-         "--format", "json", "--quiet"], capture_output=True, text=True, timeout=60, check=True)
-    summary = json.loads(replay.stdout)
+    summary = _demo_summary(int(runs))
     assert summary["runs"] == runs
     for q in ("p50", "p95", "p99"):
         promql = (f"histogram_quantile(0.{q[1:]}, sum by (le) "
@@ -240,15 +237,31 @@ def test_step_count_percentiles_and_counts_match_the_demos_own(stack: Stack) -> 
 
     # Every violation series was born after Prometheus started, most of them at 1: the in-range
     # counts must still be exact (plain increase() would miss the first violation of each).
+    # Violations and tool calls are counted as each tool span ends, so the scrape may also hold
+    # part of the run that was in flight: between the demo's counts for N runs and for N + 1.
+    after = _demo_summary(int(runs) + 1)
     everything = {"__range": "1h"}
     critical = stack.scalar(_substitute(_panel_expr("Critical violations"), **everything), at)
-    assert critical == summary["critical_violations"] > 0
+    assert summary["critical_violations"] <= critical <= after["critical_violations"]
+    assert critical > 0
     by_rule: dict[str, float] = {}
     for row in stack.query(_substitute(_panel_expr("Violations in range by rule and agent"), **everything), at):
         by_rule[row["metric"]["rule"]] = by_rule.get(row["metric"]["rule"], 0) + float(row["value"][1])
-    assert {r: n for r, n in by_rule.items() if n} == summary["violations"]
+    for rule in {*by_rule, *summary["violations"], *after["violations"]}:
+        got = by_rule.get(rule, 0)
+        assert summary["violations"].get(rule, 0) <= got <= after["violations"].get(rule, 0), rule
     errors = stack.query(_substitute(_panel_expr("Top tools by errors"), **everything), at)
-    assert sum(float(r["value"][1]) for r in errors) == summary["tool_errors"] > 0
+    got_errors = sum(float(r["value"][1]) for r in errors)
+    assert 0 < summary["tool_errors"] <= got_errors <= after["tool_errors"]
+
+
+def _demo_summary(runs: int) -> dict[str, Any]:
+    """The summary of an unserved demo of ``runs`` runs with the stack's seed (the same runs)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_agenteval", "demo", "--runs", str(runs), "--seed", str(SEED), "--no-serve",
+         "--format", "json", "--quiet"], capture_output=True, text=True, timeout=60, check=True)
+    summary: dict[str, Any] = json.loads(done.stdout)
+    return summary
 
 
 def test_steps_exemplars_carry_trace_ids(stack: Stack) -> None:

@@ -116,6 +116,33 @@ def test_big_reports_stream_the_same_json(files: dict[str, Path], four_items: Pa
     assert json.loads(streamed) == json.loads(pretty)
 
 
+def test_streamed_json_holds_one_run_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past PRETTY_UP_TO, each run is written before the next one is read from the spool."""
+    written: list[str] = []
+    produced: list[int] = []
+
+    class Out:
+        def write(self, text: str) -> None:
+            written.append(text)
+
+    class Spooled:
+        def json_texts(self) -> Any:
+            for i in range(3):
+                assert sum('"run"' in w for w in written) == i, "runs were collected before writing"
+                produced.append(i)
+                yield json.dumps({"run": i})
+
+        def __len__(self) -> int:
+            return 3
+
+    monkeypatch.setattr(report, "PRETTY_UP_TO", 1)
+    doc = {"cases": [{"id": "c", "runs": Spooled()}], "summary": {}}
+    report.write_json(doc, Out())  # type: ignore[arg-type]
+    assert produced == [0, 1, 2]
+    assert json.loads("".join(written)) == {"cases": [{"id": "c", "runs": [{"run": 0}, {"run": 1}, {"run": 2}]}],
+                                            "summary": {}}
+
+
 def test_junit_one_testcase_per_case(files: dict[str, Path], four_items: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = score(capsys, four_items, "--cases", files["dir"] / "four.yaml", "--policy", files["policy"],
                          "--format", "junit", "--k", "4", "--threshold", "0.5")

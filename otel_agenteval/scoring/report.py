@@ -95,7 +95,8 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
     for i, case in enumerate(doc["cases"]):
         head = json.dumps({k: v for k, v in case.items() if k != "runs"}, separators=sep)
         out.write(("," if i else "") + head[:-1] + ',"runs":[')
-        out.writelines(("," if j else "") + text for j, text in enumerate(case["runs"].json_texts()))
+        for j, text in enumerate(case["runs"].json_texts()):  # a loop: one run in memory at a time
+            out.write("," + text if j else text)
         out.write("]}")
     out.write("]")
     for key, value in doc.items():
