@@ -12,6 +12,7 @@ COMPILED_MODULES = (
     "metrics",
     "_series",
     "confirmations",
+    "_semconv",
     "replay.feed",
     "replay.readers",
     "scoring.score",

@@ -12,14 +12,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from opentelemetry.attributes import BoundedAttributes
 
 from . import _semconv as sc
 from . import confirmations, extract
-from .extract import AGENT, FAST_SPANS, LLM, OP_KIND, TOOL, SpanView
+from .extract import AGENT, FAST_SPANS, LLM, OP_KIND, TOOL, SpanView, as_dict
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule, builtin_rules
 from .trajectory import NO_LIMITS, AgentSpan, Conversation, Limits, LLMCall, ToolStep, Trajectory, short_hash
@@ -30,7 +30,7 @@ log = structlog.get_logger("otel_agenteval")
 Sink = Callable[[Violation], None]
 FinishSink = Callable[[Trajectory], None]
 
-_EMPTY: dict[str, Any] = {}
+_BOUNDED: Final = BoundedAttributes  # Final: read from a C static when compiled
 _INF = float("inf")
 _start_ns = attrgetter("start_ns")
 
@@ -193,7 +193,7 @@ class Engine:
             routes = self._routes
             root = None if parent is None or parent[2] else routes.get(parent[1])
             a = span._attributes  # extract.attributes_of, inlined on this path (every span)
-            attrs = a._dict if type(a) is BoundedAttributes else (a or _EMPTY)
+            attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)
             op = attrs.get(sc.OPERATION_NAME)
             agent = op == sc.OP_INVOKE_AGENT if op is not None else extract.is_agent_at_start(span)
             if root is not None and not agent:
@@ -240,7 +240,7 @@ class Engine:
             return
         self.stats["routes_dropped"] += 1
 
-    def _name_at_start(self, root: _Root, span: Any, attrs: Any, own: bool) -> None:
+    def _name_at_start(self, root: _Root, span: Any, attrs: dict[str, Any], own: bool) -> None:
         explicit = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
         if explicit:
             if own or not root.named:
@@ -276,7 +276,7 @@ class Engine:
             if type(span) not in FAST_SPANS:
                 span = SpanView(span)
             a = span._attributes  # extract.attributes_of, inlined on this path (every span)
-            attrs = a._dict if type(a) is BoundedAttributes else (a or _EMPTY)
+            attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)
             op: Any = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
             ctx = span._context
@@ -322,7 +322,7 @@ class Engine:
         except Exception:
             self.stats["errors"]["on_end"] += 1
 
-    def _end_slow(self, span: Any, kind: str | None, item: Any, attrs: Any, routed: _Root | None,
+    def _end_slow(self, span: Any, kind: str | None, item: Any, attrs: dict[str, Any], routed: _Root | None,
                   end_ns: int) -> Any:
         """Everything but a step inside an open run: roots, spans keyed by trace, late spans."""
         stats = self.stats
@@ -541,7 +541,7 @@ class Engine:
             if conf is not None:
                 confirmations.keep(t.extra, conf)
 
-    def _llm(self, t: Trajectory, span: Any, attrs: Any, usage: tuple[str | None, int, int],
+    def _llm(self, t: Trajectory, span: Any, attrs: dict[str, Any], usage: tuple[str | None, int, int],
              out: list[Violation]) -> None:
         model, inp, outp = usage
         if t.conversation_id is None:

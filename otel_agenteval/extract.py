@@ -24,22 +24,25 @@ LLM: Final = "llm"
 AGENT: Final = "agent"
 CONFIRMATION: Final = "confirmation"  # an agenteval.confirmation span (record_confirmation)
 
-_OP_KIND: dict[str, Kind] = {sc.OP_EXECUTE_TOOL: TOOL, sc.OP_INVOKE_AGENT: AGENT}
+_OP_KIND: Final[dict[str, Kind]] = {sc.OP_EXECUTE_TOOL: TOOL, sc.OP_INVOKE_AGENT: AGENT}
 _OP_KIND.update({op: LLM for op in sc.LLM_OPERATIONS})
-OP_KIND = _OP_KIND  # gen_ai.operation.name -> kind; other operations (a Strands cycle, say) are walked through
+OP_KIND: Final = _OP_KIND  # gen_ai.operation.name -> kind; other operations (a Strands cycle, say) are walked through
 _OI_KIND: dict[str, Kind] = {sc.OI_TOOL: TOOL, sc.OI_LLM: LLM, sc.OI_AGENT: AGENT}
 
 
 # the SDK's own span classes (the tracer makes ``_Span``; on_end gets a ``ReadableSpan``)
 _SDK_SPANS = frozenset(c for c in (getattr(_sdk_trace, n, None) for n in ("ReadableSpan", "Span", "_Span"))
                        if isinstance(c, type))
-_EMPTY: dict[str, Any] = {}
+_EMPTY: Final[dict[str, Any]] = {}
+# Final: a compiled module reads these from a C static, not its globals dict
+_BOUNDED: Final = BoundedAttributes
+_ERROR: Final = StatusCode.ERROR
 
 # Classes whose instances carry the SDK ``ReadableSpan``'s private fields (``_context``,
 # ``_parent``, ``_start_time``, ``_end_time``, ``_status``, ``_attributes``, ``_events``,
 # ``_resource``, ``_name``), contexts indexable as ``(trace_id, span_id, is_remote, ...)``.
 # The engine's hot path reads those fields directly: no property call per field.
-FAST_SPANS: set[type] = {*_SDK_SPANS, SpanView}
+FAST_SPANS: Final[set[type]] = {*_SDK_SPANS, SpanView}
 
 
 
@@ -55,19 +58,23 @@ def register_span_type(cls: type) -> type:
     return cls
 
 
-def attributes_of(span: Any) -> Any:
+def attributes_of(span: Any) -> dict[str, Any]:
     """A span's attributes for reading, as a plain dict where the SDK holds one.
 
     ``ReadableSpan.attributes`` builds a new MappingProxy on each access and
     ``BoundedAttributes.get`` runs in Python; the processor only reads, so it takes the inner
     dict. Anything else (replayed spans) is read through ``.attributes``.
     """
-    if type(span) in FAST_SPANS:
-        a = span._attributes
-        if type(a) is BoundedAttributes:
-            return a._dict
-        return a or _EMPTY
-    return span.attributes or _EMPTY
+    return as_dict(span._attributes if type(span) in FAST_SPANS else span.attributes)
+
+
+def as_dict(attributes: Any) -> dict[str, Any]:
+    """Attributes as a dict to read: the SDK's inner dict, a dict as it is, another mapping copied."""
+    if type(attributes) is _BOUNDED:
+        return attributes._dict  # type: ignore[no-any-return]
+    if type(attributes) is dict:
+        return attributes
+    return dict(attributes) if attributes else _EMPTY
 
 
 def events_of(span: Any) -> Any:
@@ -77,7 +84,7 @@ def events_of(span: Any) -> Any:
     return span.events or ()
 
 
-def classify(span: Any, attrs: Any = None) -> Kind | None:
+def classify(span: Any, attrs: dict[str, Any] | None = None) -> Kind | None:
     """What a finished span is, from its attributes; the span name only as a tie-breaker."""
     if attrs is None:
         attrs = attributes_of(span)
@@ -135,7 +142,7 @@ def is_local_root(span: Any) -> bool:
     return parent is None or parent.is_remote
 
 
-def _is_oi_grouping(attrs: Any) -> bool:
+def _is_oi_grouping(attrs: dict[str, Any]) -> bool:
     """An OpenInference AGENT span naming no agent and carrying no input or output groups a run.
 
     The OpenAI Agents SDK's trace (its workflow) is exported this way, above the real agent span;
@@ -154,7 +161,7 @@ def error_type(span: Any) -> str | None:
     return _error_type(attributes_of(span), span.events)
 
 
-def _error_type(attrs: Any, events: Any) -> str:
+def _error_type(attrs: dict[str, Any], events: Any) -> str:
     et = attrs.get(sc.ERROR_TYPE)
     if et:
         return str(et)
@@ -166,7 +173,7 @@ def _error_type(attrs: Any, events: Any) -> str:
     return "error"
 
 
-def conversation(attrs: Any) -> str | None:
+def conversation(attrs: dict[str, Any]) -> str | None:
     cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
     return str(cid) if cid else None
 
@@ -180,7 +187,7 @@ def _find_event_attr(events: Any, event_name: str, key: str) -> Any:
     return None
 
 
-def tool_name(span: Any, attrs: Any = None) -> str:
+def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
     if attrs is None:
         attrs = attributes_of(span)
     name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
@@ -199,7 +206,7 @@ class SpanToolStep(ToolStep):
     __slots__ = ("_attrs", "_events")
 
     def __init__(self, tool: str, start_ns: int, end_ns: int, span_id: int, trace_id: int, ok: bool,
-                 attrs: Any, events: Any) -> None:
+                 attrs: dict[str, Any], events: Any) -> None:
         self.tool = tool
         self.start_ns = start_ns
         self.end_ns = end_ns
@@ -259,13 +266,13 @@ class SpanToolStep(ToolStep):
         return None if self.ok else _error_type(self._attrs, self._events)
 
 
-def tool_step(span: Any, attrs: Any = None) -> ToolStep:
+def tool_step(span: Any, attrs: dict[str, Any] | None = None) -> ToolStep:
     """A finished tool span as a step. Arguments and results stay in the span: read if needed."""
     span = view(span)
     return step_of(span, attrs if attrs is not None else attributes_of(span))
 
 
-def step_of(span: Any, attrs: Any) -> ToolStep:
+def step_of(span: Any, attrs: dict[str, Any]) -> ToolStep:
     """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path)."""
     ctx = span._context
     tool = attrs.get(sc.TOOL_NAME)
@@ -273,9 +280,9 @@ def step_of(span: Any, attrs: Any) -> ToolStep:
                         span._end_time or 0, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events)
 
 
-def is_ok(span: Any, attrs: Any) -> bool:
+def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     """Whether a tool call succeeded: status OK or UNSET and no ``gen_ai.tool.status=error``."""
-    return span._status._status_code is not StatusCode.ERROR and attrs.get(sc.TOOL_STATUS) != "error"
+    return span._status._status_code is not _ERROR and attrs.get(sc.TOOL_STATUS) != "error"
 
 
 def _int(value: Any) -> int:
@@ -287,7 +294,7 @@ def _int(value: Any) -> int:
     return max(0, n)
 
 
-def usage(attrs: Any) -> tuple[str | None, int, int]:
+def usage(attrs: dict[str, Any]) -> tuple[str | None, int, int]:
     """(model, input tokens, output tokens) of a model-call span. Tokens are counted from these only."""
     inp = attrs.get(sc.USAGE_INPUT_TOKENS)
     if inp is None:
@@ -305,7 +312,7 @@ def usage(attrs: Any) -> tuple[str | None, int, int]:
             out if type(out) is int and out >= 0 else _int(out))
 
 
-def llm_call(span: Any, attrs: Any = None) -> LLMCall:
+def llm_call(span: Any, attrs: dict[str, Any] | None = None) -> LLMCall:
     """A finished model-call span."""
     span = view(span)
     if attrs is None:
@@ -314,11 +321,11 @@ def llm_call(span: Any, attrs: Any = None) -> LLMCall:
     ctx = span._context
     agent = attrs.get(sc.AGENT_NAME)
     return LLMCall(model, inp, out, span._start_time or 0, span._end_time or 0, ctx[1], ctx[0],
-                   span._status._status_code is not StatusCode.ERROR, conversation(attrs),
+                   span._status._status_code is not _ERROR, conversation(attrs),
                    agent if type(agent) is str or agent is None else str(agent))
 
 
-def agent_span(span: Any, attrs: Any = None) -> AgentSpan:
+def agent_span(span: Any, attrs: dict[str, Any] | None = None) -> AgentSpan:
     """A finished agent span: name, conversation, outcome, and aggregated totals (fallback only)."""
     span = view(span)
     if attrs is None:
@@ -342,7 +349,7 @@ def agent_span(span: Any, attrs: Any = None) -> AgentSpan:
     return AgentSpan(  # positional: a third of the cost of keywords on this path
         name if type(name) is str else (str(name) if name else None),
         ctx[1], ctx[0], span._start_time or 0, span._end_time or 0,
-        span._status._status_code is not StatusCode.ERROR,
+        span._status._status_code is not _ERROR,
         False,
         conversation(attrs),
         str(outcome) if outcome else None,
