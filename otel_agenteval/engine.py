@@ -290,15 +290,19 @@ class Engine:
                 item = None
             else:
                 item = confirmations.from_span(span)
-            sid = ctx[1]
-            end_ns = span._end_time or 0
+            sid: int = ctx[1]
+            end_ns: int = span._end_time or 0
             with self._lock:
                 if end_ns > self._now:
                     self._now = end_ns
-                root = self._routes.pop(sid, None)
-                t = root.traj if root is not None else None
-                if t is None or item is None or sid == root.key or root.done or (  # type: ignore[union-attr]
-                        self._needs_confirmations and span._events):
+                routes = self._routes
+                root = routes.get(sid)
+                t = None
+                if root is not None:
+                    del routes[sid]
+                    if item is not None and sid != root.key and not root.done:
+                        t = root.traj
+                if t is None or root is None or (self._needs_confirmations and span._events):
                     out = self._end_slow(span, kind, item, attrs, root, end_ns)
                 else:  # the common case: a step inside an open run, reached through its route
                     self._span_counts[kind] += 1  # type: ignore[index]

@@ -264,10 +264,15 @@ class Trajectory:
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
     limits: Limits = NO_LIMITS  # the agent's budget, compared inline as events arrive
     succeeded: bool = False  # a policy ``success_when`` tool call succeeded
+    _hex: str = field(default="", init=False, repr=False, compare=False)
 
     @property
     def trace_hex(self) -> str:
-        return format(self.trace_id, "032x")
+        """The trace id as 32 hex digits (computed once)."""
+        h = self._hex
+        if not h:
+            h = self._hex = format(self.trace_id, "032x")
+        return h
 
     @property
     def duration_s(self) -> float:

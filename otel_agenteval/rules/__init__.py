@@ -33,13 +33,17 @@ Event = Union[ToolStep, LLMCall, Finish]
 class Check:
     """What a rule sees: the trajectory so far, its conversation, the policy."""
 
-    __slots__ = ("budget", "has_budget", "policy", "trajectory")
+    __slots__ = ("budget", "policy", "trajectory")
 
     def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
         self.trajectory = trajectory
         self.policy = policy
         self.budget = budget
-        self.has_budget = any(v is not None for v in budget.__dict__.values())
+
+    @property
+    def has_budget(self) -> bool:
+        """Whether the agent's budget sets any limit (read only by the budget rule, when a run crosses one)."""
+        return any(v is not None for v in self.budget.__dict__.values())
 
     @property
     def conversation(self) -> Conversation | None:
