@@ -57,6 +57,7 @@ class SpanView(PublicSpanFields):
         self._end_time = span.end_time
         st = getattr(span, "status", None)
         self._status = _STATUS.get(getattr(st, "status_code", None), _STATUS[StatusCode.UNSET])
-        self._attributes = span.attributes or _EMPTY
+        a = span.attributes
+        self._attributes = a if type(a) is dict else (dict(a) if a else _EMPTY)  # read as a dict, copied once
         self._events = getattr(span, "events", None) or ()
         self._resource = getattr(span, "resource", None)

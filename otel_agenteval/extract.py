@@ -45,8 +45,6 @@ _ERROR: Final = StatusCode.ERROR
 FAST_SPANS: Final[set[type]] = {*_SDK_SPANS, SpanView}
 
 
-
-
 def view(span: Any) -> Any:
     """The span itself when it carries the SDK's private fields, else a :class:`SpanView` of it."""
     return span if type(span) in FAST_SPANS else SpanView(span)

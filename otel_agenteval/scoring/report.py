@@ -39,7 +39,7 @@ class Runs:
             if isinstance(run, RunRecord):
                 yield run.json_text()
             else:
-                yield orjson.dumps(run.to_dict(self._show), option=orjson.OPT_NON_STR_KEYS).decode()
+                yield orjson.dumps(run.to_dict(self._show), default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
     def __len__(self) -> int:
         return len(self._runs)

@@ -52,7 +52,7 @@ class RunStore:
         self._end = 0
 
     def add(self, score: RunScore) -> RunRecord:
-        data = orjson.dumps(score.to_dict(self.show_arguments), option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(score.to_dict(self.show_arguments), default=str, option=orjson.OPT_NON_STR_KEYS)
         f = self._file
         f.seek(self._end)
         f.write(data)
