@@ -184,6 +184,11 @@ class ToolStep:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied and pickled as a plain step with every field given (lazy ones read now); the
+        compiled build's classes have no default way to be rebuilt."""
+        return (ToolStep, self._values())
+
     def __repr__(self) -> str:
         return "ToolStep(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
 

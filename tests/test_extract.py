@@ -404,3 +404,26 @@ def test_impossible_token_counts_read_as_zero(h: Harness, value: Any) -> None:
                                 "gen_ai.usage.output_tokens": 7})
     call = extract.llm_call(span)
     assert (call.input_tokens, call.output_tokens) == (0, 7)
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_steps_and_trajectories_copy_and_pickle(h: Harness, how: str) -> None:
+    """A finished trajectory (its steps read lazily from spans) can be copied or pickled by an
+    ``on_trajectory`` callback, in the compiled build as in plain Python."""
+    import copy
+    import pickle
+
+    root = h.start("invoke_agent support", None, 1.0, {"gen_ai.operation.name": "invoke_agent",
+                                                        "gen_ai.agent.name": "support"})
+    tool = h.start("execute_tool lookup_order", root, 1.1, None)
+    h.end(tool, 1.2, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                      "gen_ai.tool.call.arguments": '{"order_id": "88120"}', "gen_ai.tool.call.id": "c1"})
+    h.end(root, 2.0, {})
+    [t] = h.trajectories
+    again = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+             "pickle": lambda x: pickle.loads(pickle.dumps(x))}[how]
+    step = t.steps[0]
+    got = again(step)
+    assert got == step and got.arguments == {"order_id": "88120"} and got.call_id == "c1"
+    traj = again(t)
+    assert traj.steps[0] == step and traj.trace_hex == t.trace_hex and traj.outcome == t.outcome
