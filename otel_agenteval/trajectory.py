@@ -11,6 +11,12 @@ from typing import Any, Literal
 from orjson import OPT_SORT_KEYS as _SORTED
 from orjson import dumps as _orjson_dumps
 
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # not installed: the decorator only speaks to the compiler (setup.py)
+    def mypyc_attr(**_: Any) -> Any:  # type: ignore[misc]
+        return lambda cls: cls
+
 Outcome = Literal["success", "failure", "unknown", "incomplete"]
 
 # (max steps, max LLM calls, max tokens, max cost, max duration in ns, check every call for repeats)
@@ -95,6 +101,7 @@ _FIELDS = ("tool", "start_ns", "end_ns", "span_id", "trace_id", "ok", "error_typ
            "raw_result", "conversation_id", "agent_name", "approved", "index")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: subclassable in the compiled build too
 class ToolStep:
     """One tool call, as read from a finished tool span.
 

@@ -427,3 +427,14 @@ def test_steps_and_trajectories_copy_and_pickle(h: Harness, how: str) -> None:
     assert got == step and got.arguments == {"order_id": "88120"} and got.call_id == "c1"
     traj = again(t)
     assert traj.steps[0] == step and traj.trace_hex == t.trace_hex and traj.outcome == t.outcome
+
+
+def test_tool_step_can_be_subclassed() -> None:
+    """ToolStep is public: a subclass works in the compiled build as in plain Python."""
+
+    class Labelled(ToolStep):
+        def label(self) -> str:
+            return f"{self.tool}({self.arguments['order_id']})"
+
+    step = Labelled("lookup_order", 1, 2, 3, 4, raw_arguments='{"order_id": " 88120 "}')
+    assert step.label() == "lookup_order(88120)" and step.call_key == ("lookup_order", '{"order_id":"88120"}')
