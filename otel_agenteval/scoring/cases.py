@@ -170,7 +170,8 @@ class ExpectedCall:
 class ReferencePath:
     """One acceptable path (the main reference or an alternative), resolved."""
 
-    __slots__ = ("allowed_extras", "before", "calls", "index", "max_cost_usd", "max_steps", "order")
+    __slots__ = ("allowed_extras", "before", "calls", "index", "max_cost_usd", "max_steps", "order", "order_pairs",
+                 "positions")
 
     def __init__(self, alt: Alternative, index: int, main: Reference | None = None,
                  by_tool: ToolNormalisers | None = None) -> None:
@@ -192,6 +193,15 @@ class ReferencePath:
         length = len(self.calls) + 1
         self.max_steps = budget.max_steps if budget is not None and budget.max_steps else 2 * length
         self.max_cost_usd = budget.max_cost_usd if budget is not None else None
+        # what the matcher and scorer would otherwise rebuild for every run:
+        # (earlier, later) positions that must keep their order, and each tool's positions
+        m = len(self.calls)
+        self.order_pairs = self.before
+        if self.order in ("exact", "in_order"):
+            self.order_pairs = self.before | {(a, b) for a in range(m) for b in range(a + 1, m)}
+        self.positions: dict[str, list[int]] = {}
+        for j, exp in enumerate(self.calls):
+            self.positions.setdefault(exp.tool, []).append(j)
 
     @property
     def length(self) -> int:

@@ -39,9 +39,7 @@ def fitting_steps(path: ReferencePath, calls: Sequence[Any]) -> list[list[int]]:
 
     Arguments are parsed only for calls to a tool the reference names.
     """
-    by_tool: dict[str, list[int]] = {}
-    for j, exp in enumerate(path.calls):
-        by_tool.setdefault(exp.tool, []).append(j)
+    by_tool = path.positions
     exps = path.calls
     out: list[list[int]] = []
     for c in calls:
@@ -76,10 +74,7 @@ def match(path: ReferencePath, calls: Sequence[Any], excluded: frozenset[int] = 
                 ok[j][i] = True
     result = Match(path)
     if m and calls:
-        if path.order in ("exact", "in_order"):
-            before = frozenset((a, b) for a in range(m) for b in range(a + 1, m)) | path.before
-        else:
-            before = path.before
+        before = path.order_pairs
         if before:
             result.step_of, result.approximate = _ordered(ok, usable, m, before)
         else:

@@ -114,8 +114,9 @@ def duplicate_write_steps(t: Trajectory, policy: Policy,
     done: dict[tuple[str, str], int] = {}
     dups = set()
     expected = set()
+    writes = policy.write_tools
     for i, s in enumerate(t.steps):
-        if not policy.is_write(s.tool):
+        if s.tool not in writes:
             continue
         key = s.call_key
         before = done.get(key, 0)
@@ -164,10 +165,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     dups, repeats = duplicate_write_steps(t, policy, path)
     fitting = fitting_steps(path, calls)
     m: Match = match(path, calls, dups, fitting)
-    ref_tools = {c.tool for c in path.calls}
-    by_tool: dict[str, list[Any]] = {}
-    for exp in path.calls:
-        by_tool.setdefault(exp.tool, []).append(exp)
+    ref_tools = path.positions
 
     marks: list[StepMark] = []
     to_ref = right = 0
@@ -187,7 +185,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
             mark = "after error"
         elif c.tool in ref_tools and not fits:
             mark = "wrong argument"
-            detail = _wrong_arguments(by_tool[c.tool], c.arguments)
+            detail = _wrong_arguments([path.calls[j] for j in ref_tools[c.tool]], c.arguments)
         elif c.tool in path.allowed_extras:
             mark = "extra (allowed)"
         else:
