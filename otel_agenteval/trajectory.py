@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -95,6 +95,12 @@ def arguments_key(args: dict[str, Any]) -> str:
 def short_hash(text: str) -> str:
     """A short stable hash for logs: argument values never go out in clear."""
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def rebuild(obj: Any) -> tuple[Any, ...]:
+    """``__reduce__`` of the dataclasses here (their ``__init__`` is written out, so the compiled
+    build has no default way to rebuild them): the class and its init fields, for copy and pickle."""
+    return (type(obj), tuple(getattr(obj, f.name) for f in fields(obj) if f.init))
 
 
 _FIELDS = ("tool", "start_ns", "end_ns", "span_id", "trace_id", "ok", "error_type", "call_id", "raw_arguments",
@@ -216,6 +222,25 @@ class LLMCall:
     agent_name: str | None = None
     cost_usd: float = 0.0  # priced by the engine from the policy's table
 
+    # written out (dataclass keeps it): compiled, a generated __init__ would run as Python
+    def __init__(self, model: str | None, input_tokens: int, output_tokens: int, start_ns: int, end_ns: int,
+                 span_id: int, trace_id: int, ok: bool = True, conversation_id: str | None = None,
+                 agent_name: str | None = None, cost_usd: float = 0.0) -> None:
+        self.model = model
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.span_id = span_id
+        self.trace_id = trace_id
+        self.ok = ok
+        self.conversation_id = conversation_id
+        self.agent_name = agent_name
+        self.cost_usd = cost_usd
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
+
 
 @dataclass(slots=True)
 class AgentSpan:
@@ -233,6 +258,25 @@ class AgentSpan:
     model: str | None = None
     input_tokens: int = 0  # aggregated totals, used only when no LLM span was seen
     output_tokens: int = 0
+
+    def __init__(self, name: str | None, span_id: int, trace_id: int, start_ns: int, end_ns: int = 0, ok: bool = True,
+                 is_root: bool = False, conversation_id: str | None = None, outcome: str | None = None,
+                 model: str | None = None, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        self.name = name
+        self.span_id = span_id
+        self.trace_id = trace_id
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.ok = ok
+        self.is_root = is_root
+        self.conversation_id = conversation_id
+        self.outcome = outcome
+        self.model = model
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
 
 
 @dataclass(slots=True)
@@ -277,6 +321,46 @@ class Trajectory:
     limits: Limits = NO_LIMITS  # the agent's budget, compared inline as events arrive
     succeeded: bool = False  # a policy ``success_when`` tool call succeeded
     _hex: str = field(default="", init=False, repr=False, compare=False)
+
+    def __init__(self, key: int, trace_id: int, service_name: str, started_ns: int, agent_name: str = "unknown",
+                 root: AgentSpan | None = None, conversation: Conversation | None = None,
+                 conversation_id: str | None = None, steps: list[ToolStep] | None = None, llm_calls: int = 0,
+                 input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0, last_seen_ns: int = 0,
+                 steps_dropped: int = 0, tool_calls: int = 0, tool_errors: int = 0,
+                 writes_ok: dict[tuple[str, str], str] | None = None,
+                 writes_failed: dict[tuple[str, str], str] | None = None, budgets_fired: set[str] | None = None,
+                 root_attributes: dict[str, Any] | None = None, finished: bool = False, outcome: Outcome = "unknown",
+                 extra: dict[str, Any] | None = None, limits: Limits = NO_LIMITS, succeeded: bool = False) -> None:
+        self.key = key
+        self.trace_id = trace_id
+        self.service_name = service_name
+        self.started_ns = started_ns
+        self.agent_name = agent_name
+        self.root = root
+        self.conversation = conversation
+        self.conversation_id = conversation_id
+        self.steps = [] if steps is None else steps
+        self.llm_calls = llm_calls
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cost_usd = cost_usd
+        self.last_seen_ns = last_seen_ns
+        self.steps_dropped = steps_dropped
+        self.tool_calls = tool_calls
+        self.tool_errors = tool_errors
+        self.writes_ok = {} if writes_ok is None else writes_ok
+        self.writes_failed = {} if writes_failed is None else writes_failed
+        self.budgets_fired = set() if budgets_fired is None else budgets_fired
+        self.root_attributes = {} if root_attributes is None else root_attributes
+        self.finished = finished
+        self.outcome = outcome
+        self.extra = {} if extra is None else extra
+        self.limits = limits
+        self.succeeded = succeeded
+        self._hex = ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
 
     @property
     def trace_hex(self) -> str:

@@ -438,3 +438,25 @@ def test_tool_step_can_be_subclassed() -> None:
 
     step = Labelled("lookup_order", 1, 2, 3, 4, raw_arguments='{"order_id": " 88120 "}')
     assert step.label() == "lookup_order(88120)" and step.call_key == ("lookup_order", '{"order_id":"88120"}')
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_records_copy_and_pickle(how: str) -> None:
+    """The domain records a callback or a report may keep: equal after copy, deepcopy and pickle."""
+    import copy
+    import pickle
+
+    from otel_agenteval.scoring.score import RunScore, StepMark
+
+    again = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+             "pickle": lambda x: pickle.loads(pickle.dumps(x))}[how]
+    mark = StepMark(1, "lookup_order", True, "matches step 1", 1, '{"order_id": "88120"}')
+    records = [
+        LLMCall("gpt-4o", 10, 2, 1, 2, 3, 4, cost_usd=0.5),
+        AgentSpan("support", 1, 2, 3, end_ns=4, outcome="success", input_tokens=7),
+        mark,
+        RunScore("case", "ab" * 16, 0, "support", "pass", [], True, 1.0, 0, 0, 2, 2, 0, [mark], None,
+                 violations=[("budget_breach", "warning", None)], cost_usd=0.1),
+    ]
+    for record in records:
+        assert again(record) == record

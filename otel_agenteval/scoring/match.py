@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..trajectory import rebuild
 from .cases import ReferencePath
 
 UNMATCHED = 10**9  # the cost of a reference step left unmatched; above any sum of pair costs
@@ -32,6 +33,19 @@ class Match:
     reasons: list[str] = field(default_factory=list)
     missing: list[int] = field(default_factory=list)  # reference positions with no call
     approximate: bool = False  # the DP had to prune (very large references only)
+
+    def __init__(self, path: ReferencePath, step_of: dict[int, int] | None = None, coverage: bool = True,
+                 reasons: list[str] | None = None, missing: list[int] | None = None,
+                 approximate: bool = False) -> None:  # written out: compiled, it runs natively
+        self.path = path
+        self.step_of = {} if step_of is None else step_of
+        self.coverage = coverage
+        self.reasons = [] if reasons is None else reasons
+        self.missing = [] if missing is None else missing
+        self.approximate = approximate
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
 
 
 def fitting_steps(path: ReferencePath, calls: Sequence[Any]) -> list[list[int]]:

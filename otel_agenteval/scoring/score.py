@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..policy import Policy
-from ..trajectory import Trajectory, parse_arguments
+from ..trajectory import Trajectory, parse_arguments, rebuild
 from ..violation import Violation
 from .bind import trial_of
 from .cases import ReferencePath, ResolvedCase
@@ -39,6 +39,20 @@ class StepMark:
     reference_step: int | None
     raw_arguments: Any  # parsed only when a report shows the step
     detail: str | None = None
+
+    # written out (dataclass keeps it): compiled, a generated __init__ would run as Python
+    def __init__(self, step: int, tool: str, ok: bool, mark: str, reference_step: int | None, raw_arguments: Any,
+                 detail: str | None = None) -> None:
+        self.step = step
+        self.tool = tool
+        self.ok = ok
+        self.mark = mark
+        self.reference_step = reference_step
+        self.raw_arguments = raw_arguments
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -75,6 +89,34 @@ class RunScore:
     cost_usd: float = 0.0
     duration_s: float = 0.0
     outcome: str = "unknown"
+
+    def __init__(self, case_id: str, trace_id: str, trial: int | None, agent: str, verdict: str, reasons: list[str],
+                 coverage: bool, argument_accuracy: float | None, extra_steps: int, duplicate_writes: int,
+                 run_steps: int, reference_steps: int, reference: int, steps: list[StepMark],
+                 first_divergence: str | None, violations: list[tuple[str, str, str | None]] | None = None,
+                 cost_usd: float = 0.0, duration_s: float = 0.0, outcome: str = "unknown") -> None:
+        self.case_id = case_id
+        self.trace_id = trace_id
+        self.trial = trial
+        self.agent = agent
+        self.verdict = verdict
+        self.reasons = reasons
+        self.coverage = coverage
+        self.argument_accuracy = argument_accuracy
+        self.extra_steps = extra_steps
+        self.duplicate_writes = duplicate_writes
+        self.run_steps = run_steps
+        self.reference_steps = reference_steps
+        self.reference = reference
+        self.steps = steps
+        self.first_divergence = first_divergence
+        self.violations = [] if violations is None else violations
+        self.cost_usd = cost_usd
+        self.duration_s = duration_s
+        self.outcome = outcome
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
 
     @property
     def passed(self) -> bool:
