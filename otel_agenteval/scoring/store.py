@@ -50,20 +50,26 @@ class RunStore:
         self.show_arguments = show_arguments
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="agenteval-score-")  # noqa: SIM115 (closed by close())
         self._end = 0
+        self._pos = 0  # where the file's position is now
 
     def add(self, score: RunScore) -> RunRecord:
         data = orjson.dumps(score.to_dict(self.show_arguments), default=str, option=orjson.OPT_NON_STR_KEYS)
-        f = self._file
-        f.seek(self._end)
-        f.write(data)
         at = self._end
-        self._end += len(data)
+        self._seek(at)
+        self._file.write(data)
+        self._end = self._pos = at + len(data)
         return RunRecord(score, self, at, len(data))
 
     def raw(self, at: int, size: int) -> bytes:
-        f = self._file
-        f.seek(at)
-        return f.read(size)
+        self._seek(at)
+        data = self._file.read(size)
+        self._pos = at + len(data)
+        return data
+
+    def _seek(self, at: int) -> None:
+        if self._pos != at:  # appends in a row, and reads in order, need none (a seek flushes the buffer)
+            self._file.seek(at)
+            self._pos = at
 
     def read(self, at: int, size: int) -> dict[str, Any]:
         value: dict[str, Any] = orjson.loads(self.raw(at, size))
