@@ -8,7 +8,6 @@ few additions under one lock) and builds the families only when Prometheus asks.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,22 +17,52 @@ from prometheus_client.utils import floatToGoString
 Key = tuple[str, ...]
 
 
+class Cell:
+    """One counter series' value, bound once by writers that count often."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+
 class PlainCounter:
     def __init__(self, name: str, doc: str, labels: Sequence[str]) -> None:
         self.name, self.doc, self.labels = name, doc, tuple(labels)
-        self.values: dict[Key, float] = {}
+        self.values: dict[Key, Cell] = {}
+
+    def cell(self, key: Key) -> Cell:
+        c = self.values.get(key)
+        if c is None:
+            c = self.values[key] = Cell()
+        return c
 
     def touch(self, key: Key) -> None:
-        self.values.setdefault(key, 0.0)
+        self.cell(key)
 
     def inc(self, key: Key, amount: float = 1.0) -> None:
-        self.values[key] = self.values.get(key, 0.0) + amount
+        self.cell(key).value += amount
 
     def family(self) -> Metric:
         fam = CounterMetricFamily(self.name, self.doc, labels=self.labels)
-        for key, value in sorted(self.values.items()):
-            fam.add_metric(key, value)
+        for key, c in sorted(self.values.items(), key=_first):
+            fam.add_metric(key, c.value)
         return fam
+
+
+def _first(item: tuple[Key, Any]) -> Key:
+    return item[0]
+
+
+class Series:
+    """One histogram series: bucket counts, sum, and the latest exemplar per bucket."""
+
+    __slots__ = ("counts", "exemplars", "total")
+
+    def __init__(self, buckets: int) -> None:
+        self.counts: list[int] = [0] * buckets
+        self.total = 0.0
+        self.exemplars: list[tuple[str, float, float] | None] = [None] * buckets
 
 
 class PlainHistogram:
@@ -43,14 +72,13 @@ class PlainHistogram:
         self.name, self.doc, self.labels = name, doc, tuple(labels)
         self.bounds = tuple(float(b) for b in bounds)
         self._le = [floatToGoString(b) for b in self.bounds] + ["+Inf"]
-        self.values: dict[Key, list[Any]] = {}  # key -> [counts..., sum, exemplars]
+        self.values: dict[Key, Series] = {}
 
-    def series(self, key: Key) -> list[Any]:
-        """The series of ``key``: ``[bucket counts, sum, exemplars]``, bound once by writers that use :func:`record`."""
+    def series(self, key: Key) -> Series:
+        """The series of ``key``, bound once by writers that use :func:`record`."""
         s = self.values.get(key)
         if s is None:
-            n = len(self.bounds) + 1
-            s = self.values[key] = [[0] * n, 0.0, [None] * n]
+            s = self.values[key] = Series(len(self.bounds) + 1)
         return s
 
     def touch(self, key: Key) -> None:
@@ -61,23 +89,26 @@ class PlainHistogram:
 
     def family(self) -> Metric:
         fam = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
-        for key, (counts, total, exemplars) in sorted(self.values.items()):
+        for key, s in sorted(self.values.items(), key=_first):
             buckets: list[Any] = []
             running = 0
-            for le, n, ex in zip(self._le, counts, exemplars):
+            for le, n, ex in zip(self._le, s.counts, s.exemplars):
                 running += n
                 if ex is None:
                     buckets.append((le, running))
                 else:
                     buckets.append((le, running, Exemplar({"trace_id": ex[0]}, ex[1], ex[2])))
-            fam.add_metric(list(key), buckets, total)
+            fam.add_metric(list(key), buckets, s.total)
         return fam
 
 
-def record(series: list[Any], bounds: Sequence[float], value: float, trace_id: str | None, now: float) -> None:
+def record(series: Series, bounds: tuple[float, ...], value: float, trace_id: str | None, now: float) -> None:
     """One observation into a histogram series (see :meth:`PlainHistogram.series`)."""
-    i = bisect_left(bounds, value)  # first bucket whose upper bound is >= value
-    series[0][i] += 1
-    series[1] += value
+    i = 0
+    n = len(bounds)
+    while i < n and bounds[i] < value:  # first bucket whose upper bound is >= value
+        i += 1
+    series.counts[i] += 1
+    series.total += value
     if trace_id is not None:
-        series[2][i] = (trace_id, value, now)
+        series.exemplars[i] = (trace_id, value, now)

@@ -110,8 +110,10 @@ class Engine:
         "_on_violation",
         "_open",
         "_per_tool",
+        "_per_write",
         "_prices",
         "_recent_done",
+        "_repeat_scope",
         "_routes",
         "_rules",
         "_span_counts",
@@ -450,10 +452,12 @@ class Engine:
 
         Rules declared ``over_budget`` are left out of the per-event lists: the engine compares
         the run's counts with its budget inline and calls them only for an event that crosses it.
+        Rules declared ``repeated_call`` likewise: called only for a write whose call ran before.
         """
         self._by_event: dict[type, tuple[Rule, ...]] = {}
         self._gated: dict[type, tuple[Rule, ...]] = {}
         self._tool_scope: list[tuple[Rule, frozenset[str] | None]] = []
+        self._repeat_scope: list[tuple[Rule, frozenset[str] | None]] = []
         for kind in (ToolStep, LLMCall, Finish):
             chosen, gated = [], []
             for rule in self._rules:
@@ -466,6 +470,9 @@ class Engine:
                 if getattr(rule, "agenteval_over_budget", False):
                     gated.append(rule)
                     continue
+                if kind is ToolStep and getattr(rule, "agenteval_repeated_call", False):
+                    self._repeat_scope.append((rule, tools))
+                    continue
                 if kind is ToolStep:
                     self._tool_scope.append((rule, tools))
                 chosen.append(rule)
@@ -473,18 +480,30 @@ class Engine:
             self._gated[kind] = tuple(gated)
         self._gated_any = any(self._gated.values())
         self._per_tool: dict[str, tuple[Rule, ...]] = {}
+        self._per_write: dict[str, tuple[Rule, ...]] = {}
         self._llm_rules = self._by_event[LLMCall]
         self._writes = policy.write_tools
 
-    def _rules_for(self, event: Any) -> tuple[Rule, ...]:
-        if not isinstance(event, ToolStep):
-            return self._by_event[type(event)]
-        rules = self._per_tool.get(event.tool)
-        if rules is None:
-            rules = tuple(r for r, tools in self._tool_scope if tools is None or event.tool in tools)
-            if len(self._per_tool) < 4096:  # tool names come from models: bound the cache
-                self._per_tool[event.tool] = rules
+    def _rules_for(self, tool: str, cache: dict[str, tuple[Rule, ...]],
+                   scope: list[tuple[Rule, frozenset[str] | None]]) -> tuple[Rule, ...]:
+        rules = tuple(r for r, tools in scope if tools is None or tool in tools)
+        if len(cache) < 4096:  # tool names come from models: bound the cache
+            cache[tool] = rules
         return rules
+
+    def _repeated_write(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
+        """Rules declared ``repeated_call``, for a write whose call already ran in this run or conversation."""
+        if step.raw_arguments is None:
+            return
+        key = step.call_key
+        conv = t.conversation
+        if (key in t.writes_ok or key in t.writes_failed
+                or (conv is not None and (key in conv.writes_ok or key in conv.writes_failed))):
+            rules = self._per_write.get(step.tool)
+            if rules is None:
+                rules = self._rules_for(step.tool, self._per_write, self._repeat_scope)
+            if rules:
+                self._run_rules(step, t, out, rules)
 
     def _run_rules(self, event: Any, t: Trajectory, out: list[Violation], rules: tuple[Rule, ...]) -> None:
         check = self._check(t)
@@ -506,9 +525,12 @@ class Engine:
             if name:
                 self._set_name(root, name, named=True)
         tool = step.tool
+        is_write = tool in self._writes
+        if is_write and self._repeat_scope:
+            self._repeated_write(t, step, out)
         rules = self._per_tool.get(tool)
         if rules is None:
-            rules = self._rules_for(step)
+            rules = self._rules_for(tool, self._per_tool, self._tool_scope)
         if rules:
             self._run_rules(step, t, out, rules)
         n = t.tool_calls + 1
@@ -538,7 +560,7 @@ class Engine:
         else:
             t.steps_dropped += 1
             self.stats["steps_dropped"] += 1
-        if tool in self._writes:
+        if is_write:
             (t.writes_ok if ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
         if tool in self._confirmation_tools:
             conf = confirmations.from_tool_step(step, self.policy)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from ._series import PlainCounter, PlainHistogram, record
+from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .collectors import PlainCollector
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
@@ -86,8 +85,8 @@ class Metrics:
                                        (*AGENT_LABELS, "budget"), registry=r)
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
         self._agents: dict[tuple[str, str], bool] = {}
-        self._rows: dict[tuple[str, str, str], tuple[list[Any], ...]] = {}
-        self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)  # in _row's order
+        self._rows: dict[tuple[str, str, str], _Row] = {}
+        self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
 
     # --- per-agent children, bound once ---------------------------------------------------------
     def _agent(self, service: str, agent: str) -> None:
@@ -129,37 +128,58 @@ class Metrics:
             self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
 
     def finished(self, t: Trajectory) -> None:
-        """One finished trajectory: four histograms (their series bound once per key) and the counters, under one lock."""
-        redundant = redundant_calls(t, self._writes)
+        """One finished trajectory: four histograms and the counters, through the series and keys
+        bound once per (service, agent, outcome), under one lock."""
+        redundant = redundant_calls(t, self._writes) if len(t.steps) > 1 else []
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
         if row is None:
             row = self._row(okey)
         trace, now = t.trace_hex, time.time()
-        values = (t.tool_calls, t.llm_calls, t.duration_s, t.cost_usd)
-        service, agent = okey[0], okey[1]
+        bounds = self._bounds
         with self._lock:
-            for series, bounds, value in zip(row, self._bounds, values):
-                record(series, bounds, value, trace, now)
-            self.trajectories.inc(okey)
+            record(row.steps, bounds[0], t.tool_calls, trace, now)
+            record(row.llm_calls, bounds[1], t.llm_calls, trace, now)
+            record(row.duration, bounds[2], t.duration_s, trace, now)
+            record(row.cost, bounds[3], t.cost_usd, trace, now)
+            row.trajectories.value += 1
             if t.input_tokens:
-                self.tokens.inc((service, agent, "input"), t.input_tokens)
+                row.input_tokens.value += t.input_tokens
             if t.output_tokens:
-                self.tokens.inc((service, agent, "output"), t.output_tokens)
+                row.output_tokens.value += t.output_tokens
             if t.tool_errors:
-                self.with_tool_errors.inc(okey)
+                row.with_tool_errors.value += 1
             for tool in redundant:
-                self.redundant.inc((service, agent, self.tool_label(tool)))
+                self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
 
-    def _row(self, okey: tuple[str, str, str]) -> tuple[list[Any], ...]:
-        """The four histogram series a (service, agent, outcome) writes to, bound once (bounded)."""
+    def _row(self, okey: tuple[str, str, str]) -> _Row:
+        """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded)."""
         service, agent, _ = okey
         if (service, agent) not in self._agents:
             self._agent(service, agent)
         key = (service, agent)
         with self._lock:
-            row = (self.steps.series(key), self.llm_calls.series(key), self.duration.series(okey),
-                   self.cost.series(okey))
+            row = _Row(self.steps.series(key), self.llm_calls.series(key), self.duration.series(okey),
+                       self.cost.series(okey), self.trajectories.cell(okey), self.with_tool_errors.cell(okey),
+                       self.tokens.cell((service, agent, "input")), self.tokens.cell((service, agent, "output")))
         if len(self._rows) < 4096:
             self._rows[okey] = row
         return row
+
+
+class _Row:
+    """What one (service, agent, outcome) writes to: its histogram series and counter cells."""
+
+    __slots__ = ("cost", "duration", "input_tokens", "llm_calls", "output_tokens", "steps", "trajectories",
+                 "with_tool_errors")
+
+    def __init__(self, steps: Series, llm_calls: Series, duration: Series, cost: Series, trajectories: Cell,
+                 with_tool_errors: Cell, input_tokens: Cell, output_tokens: Cell) -> None:
+        self.steps = steps
+        self.llm_calls = llm_calls
+        self.duration = duration
+        self.cost = cost
+        self.trajectories = trajectories
+        self.with_tool_errors = with_tool_errors
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens

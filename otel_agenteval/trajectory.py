@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
-from operator import attrgetter
 from typing import Any, Literal
 
 from orjson import OPT_SORT_KEYS as _SORTED
@@ -367,7 +366,11 @@ class Trajectory:
         """The trace id as 32 hex digits (computed once)."""
         h = self._hex
         if not h:
-            h = self._hex = format(self.trace_id, "032x")
+            try:
+                h = self.trace_id.to_bytes(16, "big").hex()
+            except OverflowError:  # not a 128-bit id (a replayed file may hold anything)
+                h = format(self.trace_id, "032x")
+            self._hex = h
         return h
 
     @property
@@ -376,16 +379,18 @@ class Trajectory:
         return max(0, end - self.started_ns) / 1e9
 
 
-_tool_of = attrgetter("tool")
-
-
 def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[str]:
     """Non-write tools called again with identical arguments in one trajectory.
 
     Arguments are parsed only for tools that ran more than once.
     """
     steps = t.steps
-    if len(set(map(_tool_of, steps))) == len(steps):
+    tools: set[str] = set()
+    for s in steps:
+        if s.tool in tools:
+            break
+        tools.add(s.tool)
+    else:
         return []  # every tool ran once: nothing can repeat
     by_tool: dict[str, list[ToolStep]] = {}
     for s in steps:

@@ -346,6 +346,32 @@ def test_a_custom_over_budget_rule_runs_only_where_a_budget_is_crossed(make_proc
     assert [b for b, *_ in breaches(h)] == ["steps"]
 
 
+def test_a_custom_repeated_call_rule_runs_only_for_a_repeated_write(make_processor: Any) -> None:
+    from otel_agenteval.rules import applies_to, builtin_rules
+    from otel_agenteval.trajectory import ToolStep
+
+    seen: list[tuple[str, str]] = []
+
+    @applies_to((ToolStep,), lambda p: p.write_tools, repeated_call=True)
+    def again(event: Any, check: Any) -> None:
+        seen.append((event.tool, event.arguments["order_id"]))
+
+    h = make_processor(WRITES_ONLY, rules=[*builtin_rules().values(), again])
+    root = h.agent("support", 0, conv="c-1")
+    h.tool(root, "issue_refund", {"order_id": "1", "amount": 5}, at=1)
+    h.tool(root, "issue_refund", {"order_id": "2", "amount": 5}, at=2)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=3)
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=4)  # repeated, but not a write
+    h.tool(root, "issue_refund", {"amount": 5, "order_id": "1"}, at=5)  # the first call again
+    h.end(root, 6)
+    second = h.agent("support", 10, conv="c-1")  # the next turn of the conversation
+    h.tool(second, "issue_refund", {"order_id": "2", "amount": 5}, at=11, error="timeout")
+    h.tool(second, "issue_refund", {"order_id": "3", "amount": 5}, at=12)
+    h.end(second, 13)
+    assert seen == [("issue_refund", "1"), ("issue_refund", "2")]
+    assert [v.rule for v in h.violations] == ["duplicate_write", "duplicate_write"]
+
+
 def test_budget_gate_follows_the_agent_name_learned_late(make_processor: Any) -> None:
     # the budget depends on the agent; a name that arrives with the first tool span switches it
     policy = json.dumps({"agents": {"*": {"budget": {"max_steps": 100}}, "support": {"budget": {"max_steps": 1}}}})

@@ -82,7 +82,7 @@ ALL_EVENTS = (ToolStep, LLMCall, Finish)
 
 def applies_to(events: tuple[type, ...] = ALL_EVENTS,
                tools: Callable[[Policy], frozenset[str] | None] | None = None,
-               over_budget: bool = False) -> Callable[[Rule], Rule]:
+               over_budget: bool = False, repeated_call: bool = False) -> Callable[[Rule], Rule]:
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
@@ -93,12 +93,17 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
     ``over_budget=True``: call it only for an event at which the run's counts (steps, LLM calls,
     tokens, cost, duration) go over the agent's budget, or for every call when the budget sets
     ``max_repeats``. The engine makes that comparison inline, without building the event.
+
+    ``repeated_call=True`` (write tools only): call it only for a write whose normalised call
+    (tool and arguments) already ran in this run or its conversation, as recorded in
+    ``writes_ok``/``writes_failed``. The engine looks the call up inline.
     """
 
     def mark(rule: Rule) -> Rule:
         rule.agenteval_events = events  # type: ignore[attr-defined]
         rule.agenteval_tools = tools  # type: ignore[attr-defined]
         rule.agenteval_over_budget = over_budget  # type: ignore[attr-defined]
+        rule.agenteval_repeated_call = repeated_call  # type: ignore[attr-defined]
         return rule
 
     return mark

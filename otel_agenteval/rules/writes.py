@@ -7,7 +7,7 @@ from ..violation import Violation
 from . import Check, Event, applies_to
 
 
-@applies_to((ToolStep,), lambda p: p.write_tools)
+@applies_to((ToolStep,), lambda p: p.write_tools, repeated_call=True)
 def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
     """A write tool called again with identical normalised arguments in one conversation.
 
