@@ -116,7 +116,12 @@ class Engine:
         "_repeat_scope",
         "_routes",
         "_rules",
-        "_span_counts",
+        "_n_agent",
+        "_n_confirmation",
+        "_n_llm",
+        "_n_other",
+        "_n_tool",
+        "_stats",
         "_success_tools",
         "_tool_counts",
         "_tool_scope",
@@ -125,7 +130,6 @@ class Engine:
         "_llm_rules",
         "_writes",
         "policy",
-        "stats",
     )
 
     def __init__(
@@ -168,7 +172,8 @@ class Engine:
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._now = 0
         self._next_sweep = 0
-        self.stats: dict[str, Any] = {
+        self._n_tool = self._n_llm = self._n_agent = self._n_confirmation = self._n_other = 0  # spans seen, by kind
+        self._stats: dict[str, Any] = {
             "spans": {"tool": 0, "llm": 0, "agent": 0, "confirmation": 0, "other": 0},
             "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
             "conversations_evicted": {"capacity": 0, "ttl": 0},
@@ -178,8 +183,7 @@ class Engine:
             "routes_dropped": 0,
             "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
         }
-        self._tool_counts: dict[tuple[str, str, str, bool], int] = self.stats["tool_calls"]
-        self._span_counts: dict[str, int] = self.stats["spans"]
+        self._tool_counts: dict[tuple[str, str, str, bool], int] = self._stats["tool_calls"]
         self._prices: dict[str | None, tuple[float, float]] = {}  # model -> USD per token (in, out)
         self._limits: dict[str, Any] = {}  # agent -> its budget as numbers (see limits_of)
         self._last_service: tuple[Any, str] = (object(), "")  # (resource, its service.name)
@@ -220,7 +224,7 @@ class Engine:
                 if len(routes) > self._max_routes:
                     self._drop_route()
         except Exception:
-            self.stats["errors"]["on_start"] += 1
+            self._stats["errors"]["on_start"] += 1
 
     def _service(self, span: Any) -> str:
         """``service.name`` of a span's resource, remembered for the last resource seen (a process
@@ -240,7 +244,7 @@ class Engine:
             routes.pop(next(iter(routes)), None)
         except (StopIteration, RuntimeError):  # emptied or resized by another thread meanwhile
             return
-        self.stats["routes_dropped"] += 1
+        self._stats["routes_dropped"] += 1
 
     def _name_at_start(self, root: _Root, span: Any, attrs: dict[str, Any], own: bool) -> None:
         explicit = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
@@ -282,8 +286,9 @@ class Engine:
             op: Any = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
             ctx = span._context
+            end_ns: int = span._end_time or 0
             if kind is TOOL:
-                item: Any = extract.step_of(span, attrs)
+                item: Any = extract.step_of(span, attrs, ctx, end_ns)
             elif kind is LLM:
                 item = extract.usage(attrs)
             elif kind is AGENT:
@@ -293,7 +298,6 @@ class Engine:
             else:
                 item = confirmations.from_span(span)
             sid: int = ctx[1]
-            end_ns: int = span._end_time or 0
             with self._lock:
                 if end_ns > self._now:
                     self._now = end_ns
@@ -307,17 +311,19 @@ class Engine:
                 if t is None or root is None or (self._needs_confirmations and span._events):
                     out = self._end_slow(span, kind, item, attrs, root, end_ns)
                 else:  # the common case: a step inside an open run, reached through its route
-                    self._span_counts[kind] += 1  # type: ignore[index]
-                    self._open.move_to_end(t.key)
-                    t.last_seen_ns = end_ns
+                    t.last_seen_ns = end_ns  # no reordering of _open: see _evict_one
                     violations: list[Violation] = []
                     if kind is TOOL:
-                        self._tool(root, t, item, violations)  # type: ignore[arg-type]
+                        self._n_tool += 1
+                        self._tool(root, t, item, violations)
                     elif kind is LLM:
+                        self._n_llm += 1
                         self._llm(t, span, attrs, item, violations)
                     elif kind is AGENT:
-                        self._agent(root, t, item, False)  # type: ignore[arg-type]
+                        self._n_agent += 1
+                        self._agent(root, t, item, False)
                     else:
+                        self._n_confirmation += 1
                         confirmations.keep(t.extra, item)
                     if self._now >= self._next_sweep or self._evicted:
                         out = self._with_swept(violations, [])
@@ -326,13 +332,22 @@ class Engine:
             if out is not None:
                 self._deliver(*out)
         except Exception:
-            self.stats["errors"]["on_end"] += 1
+            self._stats["errors"]["on_end"] += 1
 
     def _end_slow(self, span: Any, kind: str | None, item: Any, attrs: dict[str, Any], routed: _Root | None,
                   end_ns: int) -> Any:
         """Everything but a step inside an open run: roots, spans keyed by trace, late spans."""
-        stats = self.stats
-        self._span_counts[kind or "other"] += 1
+        stats = self._stats
+        if kind is TOOL:
+            self._n_tool += 1
+        elif kind is LLM:
+            self._n_llm += 1
+        elif kind is AGENT:
+            self._n_agent += 1
+        elif kind is None:
+            self._n_other += 1
+        else:
+            self._n_confirmation += 1
         ctx = span._context
         sid = ctx[1]
         by_trace = routed is None
@@ -362,8 +377,7 @@ class Engine:
             t = root.traj
             if t is None:
                 t = self._trajectory(root, span)
-            else:
-                self._open.move_to_end(root.key)
+                t.queued_ns = end_ns  # its first step: queued as of now
             t.last_seen_ns = end_ns
             if kind is TOOL:
                 self._tool(root, t, item, violations)
@@ -411,13 +425,27 @@ class Engine:
             cid = root.attributes.get(sc.CONVERSATION_ID) or root.attributes.get(sc.OI_SESSION_ID)
             if cid:
                 self._bind_conversation(t, str(cid))
+            if len(self._open) >= self._max_open:
+                self._evict_one()
             self._open[root.key] = t
-            if len(self._open) > self._max_open:
-                _, oldest = self._open.popitem(last=False)
-                self._evict(oldest, "capacity")
-        else:
-            self._open.move_to_end(root.key)
         return t
+
+    def _evict_one(self) -> None:
+        """Make room: evict the open trajectory idle longest, roughly (second chance).
+
+        ``_open`` is kept in the order trajectories were queued, not reordered as their spans
+        end: one seen since it was queued goes to the back once (its ``queued_ns`` updated)
+        and the first one not seen since is evicted.
+        """
+        open_ = self._open
+        while open_:
+            key, t = open_.popitem(last=False)
+            if t.last_seen_ns != t.queued_ns:
+                t.queued_ns = t.last_seen_ns
+                open_[key] = t
+                continue
+            self._evict(t, "capacity")
+            return
 
     def _bind_conversation(self, t: Trajectory, cid: str | None) -> None:
         if cid is None or t.conversation_id is not None:
@@ -427,14 +455,14 @@ class Engine:
         conv = convs.get(cid)
         if conv is not None and conv.last_seen_ns < self._now - self._conv_ttl_ns:
             del convs[cid]  # expired, even if no sweep has run since: the next turn starts afresh
-            self.stats["conversations_evicted"]["ttl"] += 1
+            self._stats["conversations_evicted"]["ttl"] += 1
             conv = None
         if conv is None:
             conv = Conversation(id=cid, last_seen_ns=self._now)
             convs[cid] = conv
             if len(convs) > self._max_conv:
                 convs.popitem(last=False)
-                self.stats["conversations_evicted"]["capacity"] += 1
+                self._stats["conversations_evicted"]["capacity"] += 1
         else:
             convs.move_to_end(cid)
             conv.last_seen_ns = self._now
@@ -515,7 +543,7 @@ class Engine:
                         found = [v for v in found if v.rule not in self._disabled]
                     out.extend(found)  # inside the guard: a rule may return something not iterable
             except Exception:  # a broken rule must not break the host or the other rules
-                self.stats["errors"]["rule"] += 1
+                self._stats["errors"]["rule"] += 1
 
     def _tool(self, root: _Root, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
         if t.conversation_id is None:
@@ -559,7 +587,7 @@ class Engine:
             steps.append(step)
         else:
             t.steps_dropped += 1
-            self.stats["steps_dropped"] += 1
+            self._stats["steps_dropped"] += 1
         if is_write:
             (t.writes_ok if ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
         if tool in self._confirmation_tools:
@@ -676,7 +704,7 @@ class Engine:
     def _evict(self, t: Trajectory, reason: str) -> None:
         """Finalise early as ``incomplete``; delivered with the next output (or at flush)."""
         root: _Root = t.extra["root"]
-        self.stats["evicted"][reason] += 1
+        self._stats["evicted"][reason] += 1
         if root.key == root.trace_id and self._trace_roots.get(root.key) is root:
             del self._trace_roots[root.key]
             self._remember_done(root.key)
@@ -700,7 +728,11 @@ class Engine:
             while open_:
                 t = next(iter(open_.values()))
                 if t.last_seen_ns >= limit:
-                    break
+                    if t.last_seen_ns == t.queued_ns:
+                        break  # not seen since queued, and fresh: so is everything queued after it
+                    t.queued_ns = t.last_seen_ns  # seen since queued: to the back, as of then
+                    open_.move_to_end(t.key)
+                    continue
                 open_.popitem(last=False)
                 self._evict(t, "ttl")
             convs = self._conversations
@@ -710,7 +742,7 @@ class Engine:
                 if c.last_seen_ns >= climit:
                     break
                 convs.popitem(last=False)
-                self.stats["conversations_evicted"]["ttl"] += 1
+                self._stats["conversations_evicted"]["ttl"] += 1
         if not self._evicted:
             return None
         evicted, self._evicted = self._evicted, []
@@ -737,13 +769,13 @@ class Engine:
                 try:
                     cb(v)
                 except Exception:
-                    self.stats["errors"]["callback"] += 1
+                    self._stats["errors"]["callback"] += 1
         for t in finished:
             for done in self._on_finish:
                 try:
                     done(t)
                 except Exception:
-                    self.stats["errors"]["finish"] += 1
+                    self._stats["errors"]["finish"] += 1
 
     def _log(self, v: Violation) -> None:
         try:
@@ -753,7 +785,15 @@ class Engine:
                       **v.details}
             log.warning(f"agenteval.violation: {v.message}", **fields)
         except Exception:
-            self.stats["errors"]["callback"] += 1
+            self._stats["errors"]["callback"] += 1
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The engine's own counters: spans by kind, evictions, late spans, drops, errors (live, not a copy)."""
+        s = self._stats
+        s["spans"].update(tool=self._n_tool, llm=self._n_llm, agent=self._n_agent,
+                          confirmation=self._n_confirmation, other=self._n_other)
+        return s
 
     @property
     def open_trajectories(self) -> int:

@@ -270,17 +270,24 @@ def tool_step(span: Any, attrs: dict[str, Any] | None = None) -> ToolStep:
     return step_of(span, attrs if attrs is not None else attributes_of(span))
 
 
-def step_of(span: Any, attrs: dict[str, Any]) -> ToolStep:
-    """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path)."""
-    ctx = span._context
+def step_of(span: Any, attrs: dict[str, Any], ctx: Any = None, end_ns: int = -1) -> ToolStep:
+    """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path,
+    which has read the span's context and end time already)."""
+    if ctx is None:
+        ctx = span._context
+    if end_ns < 0:
+        end_ns = span._end_time or 0
     tool = attrs.get(sc.TOOL_NAME)
     return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        span._end_time or 0, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events)
+                        end_ns, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events)
 
 
 def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     """Whether a tool call succeeded: status OK or UNSET and no ``gen_ai.tool.status=error``."""
-    return span._status._status_code is not _ERROR and attrs.get(sc.TOOL_STATUS) != "error"
+    if span._status._status_code is _ERROR:
+        return False
+    status = attrs.get(sc.TOOL_STATUS)
+    return status is None or status != "error"
 
 
 def _int(value: Any) -> int:

@@ -320,6 +320,7 @@ class Trajectory:
     limits: Limits = NO_LIMITS  # the agent's budget, compared inline as events arrive
     succeeded: bool = False  # a policy ``success_when`` tool call succeeded
     _hex: str = field(default="", init=False, repr=False, compare=False)
+    queued_ns: int = field(default=0, init=False, repr=False, compare=False)  # the engine's eviction order
 
     def __init__(self, key: int, trace_id: int, service_name: str, started_ns: int, agent_name: str = "unknown",
                  root: AgentSpan | None = None, conversation: Conversation | None = None,
@@ -357,6 +358,7 @@ class Trajectory:
         self.limits = limits
         self.succeeded = succeeded
         self._hex = ""
+        self.queued_ns = last_seen_ns
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)

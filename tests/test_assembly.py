@@ -347,6 +347,23 @@ def test_eviction_by_capacity_finalises_incomplete(make_processor: Any) -> None:
     assert h.value("agenteval_late_spans_total") == 1.0  # agent0's own end came after its eviction
 
 
+def test_eviction_by_capacity_spares_the_run_still_active(make_processor: Any) -> None:
+    h = make_processor("limits: {max_open_trajectories: 2}")
+    busy, idle = h.agent("busy", 0), h.agent("idle", 1)
+    h.tool(busy, "lookup_order", {"order_id": "1"}, at=0.5)
+    h.tool(idle, "lookup_order", {"order_id": "2"}, at=1.5)
+    h.tool(busy, "get_policy", {"topic": "a"}, at=2.5)  # the older run is still at work
+    third = h.agent("third", 3)
+    h.tool(third, "lookup_order", {"order_id": "3"}, at=3.5)
+    assert [(t.agent_name, t.outcome) for t in h.trajectories] == [("idle", "incomplete")]
+    h.tool(busy, "create_claim", {"order_id": "1"}, at=4.5)
+    fourth = h.agent("fourth", 5)
+    h.tool(fourth, "lookup_order", {"order_id": "4"}, at=5.5)
+    assert [t.agent_name for t in h.trajectories] == ["idle", "third"]  # idle since 3.5; busy was seen at 4.5
+    h.end(busy, 6)
+    assert [(t.agent_name, t.outcome, len(t.steps)) for t in h.trajectories][-1] == ("busy", "unknown", 3)
+
+
 def test_eviction_by_ttl_is_driven_by_span_time(make_processor: Any) -> None:
     h = make_processor("limits: {trajectory_ttl_s: 10}")
     stale = h.agent("stale", 0)
