@@ -84,6 +84,7 @@ _SPAN_HOLDERS = ("check", "root", "last_chat", "prev_chat", "confirmed", "repeat
 class Engine:
     # slots: CPython 3.11 reads attributes of an object with 30+ of them in __dict__ more slowly
     __slots__ = (
+        "_acquire",
         "_by_event",
         "_confirmation_tools",
         "_conv_ttl_ns",
@@ -113,6 +114,7 @@ class Engine:
         "_per_write",
         "_prices",
         "_recent_done",
+        "_release",
         "_repeat_scope",
         "_routes",
         "_rules",
@@ -165,6 +167,8 @@ class Engine:
         self._evicted: list[tuple[Trajectory, list[Violation]]] = []
         self._max_tool_keys = 4 * lim.max_tool_labels * 16  # raw (service, agent, tool, status) keys kept
         self._lock = threading.Lock()
+        self._acquire = self._lock.acquire
+        self._release = self._lock.release
         self._routes: dict[int, _Root] = {}
         self._trace_roots: dict[int, _Root] = {}
         self._recent_done: OrderedDict[int, None] = OrderedDict()
@@ -194,14 +198,17 @@ class Engine:
         try:
             if type(span) not in FAST_SPANS:
                 span = SpanView(span)
-            parent = span._parent
-            ctx = span._context
+            parent: tuple[Any, ...] | None = span._parent  # SpanContext: a tuple (indexed natively when compiled)
+            ctx: tuple[Any, ...] = span._context
             routes = self._routes
             root = None if parent is None or parent[2] else routes.get(parent[1])
             a = span._attributes  # extract.attributes_of, inlined on this path (every span)
             attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)
             op = attrs.get(sc.OPERATION_NAME)
-            agent = op == sc.OP_INVOKE_AGENT if op is not None else extract.is_agent_at_start(span)
+            if isinstance(op, str):
+                agent = op == sc.OP_INVOKE_AGENT
+            else:
+                agent = extract.is_agent_at_start(span) if op is None else False
             if root is not None and not agent:
                 # the common case: a span inside a known run. Dict reads and writes are atomic,
                 # so no lock; an evicted route (bounded map) is counted and the span goes by trace.
@@ -285,7 +292,7 @@ class Engine:
             attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)
             op: Any = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
-            ctx = span._context
+            ctx: tuple[Any, ...] = span._context
             end_ns: int = span._end_time or 0
             if kind is TOOL:
                 item: Any = extract.step_of(span, attrs, ctx, end_ns)
@@ -298,41 +305,51 @@ class Engine:
             else:
                 item = confirmations.from_span(span)
             sid: int = ctx[1]
-            with self._lock:
-                if end_ns > self._now:
-                    self._now = end_ns
-                routes = self._routes
-                root = routes.get(sid)
-                t = None
-                if root is not None:
-                    del routes[sid]
-                    if item is not None and sid != root.key and not root.done:
-                        t = root.traj
-                if t is None or root is None or (self._needs_confirmations and span._events):
-                    out = self._end_slow(span, kind, item, attrs, root, end_ns)
-                else:  # the common case: a step inside an open run, reached through its route
-                    t.last_seen_ns = end_ns  # no reordering of _open: see _evict_one
-                    violations: list[Violation] = []
-                    if kind is TOOL:
-                        self._n_tool += 1
-                        self._tool(root, t, item, violations)
-                    elif kind is LLM:
-                        self._n_llm += 1
-                        self._llm(t, span, attrs, item, violations)
-                    elif kind is AGENT:
-                        self._n_agent += 1
-                        self._agent(root, t, item, False)
-                    else:
-                        self._n_confirmation += 1
-                        confirmations.keep(t.extra, item)
-                    if self._now >= self._next_sweep or self._evicted:
-                        out = self._with_swept(violations, [])
-                    else:
-                        out = (violations, ()) if violations else None
+            self._acquire()  # the lock's bound methods: no method lookups, as `with` makes
+            try:
+                out = self._end_locked(span, kind, item, attrs, sid, end_ns)
+            finally:
+                self._release()
             if out is not None:
-                self._deliver(*out)
+                self._deliver(out[0], out[1])
         except Exception:
             self._stats["errors"]["on_end"] += 1
+
+    def _end_locked(self, span: Any, kind: str | None, item: Any, attrs: dict[str, Any], sid: int,
+                    end_ns: int) -> tuple[list[Violation], Sequence[Trajectory]] | None:
+        """:meth:`end` under the lock: route the span to its run, then assemble and check."""
+        out: tuple[list[Violation], Sequence[Trajectory]] | None
+        if end_ns > self._now:
+            self._now = end_ns
+        routes = self._routes
+        root = routes.get(sid)
+        t = None
+        if root is not None:
+            del routes[sid]
+            if item is not None and sid != root.key and not root.done:
+                t = root.traj
+        if t is None or root is None or (self._needs_confirmations and span._events):
+            out = self._end_slow(span, kind, item, attrs, root, end_ns)
+        else:  # the common case: a step inside an open run, reached through its route
+            t.last_seen_ns = end_ns  # no reordering of _open: see _evict_one
+            violations: list[Violation] = []
+            if kind is TOOL:
+                self._n_tool += 1
+                self._tool(root, t, item, violations)
+            elif kind is LLM:
+                self._n_llm += 1
+                self._llm(t, span, attrs, item, violations, end_ns)
+            elif kind is AGENT:
+                self._n_agent += 1
+                self._agent(root, t, item, False)
+            else:
+                self._n_confirmation += 1
+                confirmations.keep(t.extra, item)
+            if self._now >= self._next_sweep or self._evicted:
+                out = self._with_swept(violations, [])
+            else:
+                out = (violations, ()) if violations else None
+        return out
 
     def _end_slow(self, span: Any, kind: str | None, item: Any, attrs: dict[str, Any], routed: _Root | None,
                   end_ns: int) -> Any:
@@ -382,7 +399,7 @@ class Engine:
             if kind is TOOL:
                 self._tool(root, t, item, violations)
             elif kind is LLM:
-                self._llm(t, span, attrs, item, violations)
+                self._llm(t, span, attrs, item, violations, end_ns)
             elif kind is AGENT:
                 self._agent(root, t, item, is_root_end)
             else:
@@ -596,7 +613,7 @@ class Engine:
                 confirmations.keep(t.extra, conf)
 
     def _llm(self, t: Trajectory, span: Any, attrs: dict[str, Any], usage: tuple[str | None, int, int],
-             out: list[Violation]) -> None:
+             out: list[Violation], end_ns: int) -> None:
         model, inp, outp = usage
         if t.conversation_id is None:
             self._bind_conversation(t, extract.conversation(attrs))
@@ -605,7 +622,7 @@ class Engine:
         n = t.llm_calls + 1
         lim = t.limits
         gate = (n > lim[1] or t.input_tokens + t.output_tokens + inp + outp > lim[2] or t.cost_usd + cost > lim[3]
-                or (span._end_time or 0) - t.started_ns > lim[4])
+                or end_ns - t.started_ns > lim[4])
         if gate or self._llm_rules:  # only then is the call needed as an object
             call = extract.llm_call(span, attrs)
             call.cost_usd = cost
@@ -619,7 +636,7 @@ class Engine:
         t.cost_usd += cost
         if self._needs_content:  # the latest model call's messages, for confirmation/grounding
             t.extra["prev_chat"] = t.extra.get("last_chat")
-            t.extra["last_chat"] = (span._end_time or 0, span)
+            t.extra["last_chat"] = (end_ns, span)
 
     def _price(self, model: str | None) -> tuple[float, float]:
         """USD per input and output token for a model (the policy's table), cached per model name."""

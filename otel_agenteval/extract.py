@@ -270,7 +270,7 @@ def tool_step(span: Any, attrs: dict[str, Any] | None = None) -> ToolStep:
     return step_of(span, attrs if attrs is not None else attributes_of(span))
 
 
-def step_of(span: Any, attrs: dict[str, Any], ctx: Any = None, end_ns: int = -1) -> ToolStep:
+def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None, end_ns: int = -1) -> ToolStep:
     """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path,
     which has read the span's context and end time already)."""
     if ctx is None:
