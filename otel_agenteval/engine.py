@@ -125,7 +125,8 @@ class Engine:
         "_n_tool",
         "_stats",
         "_success_tools",
-        "_tool_counts",
+        "_tool_cells",
+        "_tool_rows",
         "_tool_scope",
         "_trace_roots",
         "_ttl_ns",
@@ -181,13 +182,14 @@ class Engine:
             "spans": {"tool": 0, "llm": 0, "agent": 0, "confirmation": 0, "other": 0},
             "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
             "conversations_evicted": {"capacity": 0, "ttl": 0},
-            "tool_calls": {},  # (service, agent, tool, ok) -> count; read at scrape time
+            "tool_calls": {},  # (service, agent, tool, ok) -> count, made from _tool_rows when read
             "late": 0,
             "steps_dropped": 0,
             "routes_dropped": 0,
             "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
         }
-        self._tool_counts: dict[tuple[str, str, str, bool], int] = self._stats["tool_calls"]
+        self._tool_rows: dict[tuple[str, str], dict[str, list[int]]] = {}  # (service, agent) -> tool -> [ok, error]
+        self._tool_cells = 0
         self._prices: dict[str | None, tuple[float, float]] = {}  # model -> USD per token (in, out)
         self._limits: dict[str, Any] = {}  # agent -> its budget as numbers (see limits_of)
         self._last_service: tuple[Any, str] = (object(), "")  # (resource, its service.name)
@@ -272,6 +274,7 @@ class Engine:
         t = root.traj
         if t is not None and t.agent_name != name:
             t.agent_name = name
+            t.tool_row = None
             t.limits = self._limits_for(name)
             t.extra["check"] = None
 
@@ -584,15 +587,16 @@ class Engine:
             self._run_rules(step, t, out, self._gated[ToolStep])
         t.tool_calls = n
         ok = step.ok
-        counts = self._tool_counts
-        key = (t.service_name, t.agent_name, tool, ok)
-        c = counts.get(key)
-        if c is not None:
-            counts[key] = c + 1
-        else:  # a new series: bounded (tool names come from models)
-            if len(counts) >= self._max_tool_keys:
-                key = (t.service_name, t.agent_name, "other", ok)
-            counts[key] = counts.get(key, 0) + 1
+        row = t.tool_row
+        if row is None:
+            row = self._tool_row(t)
+        cell = row.get(tool)
+        if cell is None:
+            cell = self._tool_cell(row, tool)
+        if ok:
+            cell[0] += 1
+        else:
+            cell[1] += 1
         if not ok:
             t.tool_errors += 1
         elif tool in self._success_tools:
@@ -611,6 +615,43 @@ class Engine:
             conf = confirmations.from_tool_step(step, self.policy)
             if conf is not None:
                 confirmations.keep(t.extra, conf)
+
+    def _tool_row(self, t: Trajectory) -> dict[str, list[int]]:
+        """Tool call counts of the run's (service, agent): tool -> [ok, error], kept on the run."""
+        rows = self._tool_rows
+        key = (t.service_name, t.agent_name)
+        row = rows.get(key)
+        if row is None:
+            if len(rows) >= 4096:  # agent names come from spans: bound the rows
+                key = (t.service_name, "other")
+                row = rows.get(key)
+            if row is None:
+                row = rows[key] = {}
+        t.tool_row = row
+        return row
+
+    def _tool_cell(self, row: dict[str, list[int]], tool: str) -> list[int]:
+        """A new tool's [ok, error] counts: bounded (tool names come from models), "other" past the cap."""
+        if self._tool_cells >= self._max_tool_keys:
+            tool = "other"
+            cell = row.get(tool)
+            if cell is not None:
+                return cell
+        cell = row[tool] = [0, 0]
+        self._tool_cells += 1
+        return cell
+
+    def _tool_counts(self) -> dict[tuple[str, str, str, bool], int]:
+        """The tool call counts as (service, agent, tool, ok) -> count, for the metrics (scrape time)."""
+        out: dict[tuple[str, str, str, bool], int] = {}
+        for (service, agent), row in list(self._tool_rows.items()):
+            for tool, cell in list(row.items()):
+                ok, err = cell[0], cell[1]
+                if ok:
+                    out[(service, agent, tool, True)] = ok
+                if err:
+                    out[(service, agent, tool, False)] = err
+        return out
 
     def _llm(self, t: Trajectory, span: Any, attrs: dict[str, Any], usage: tuple[str | None, int, int],
              out: list[Violation], end_ns: int) -> None:
@@ -700,6 +741,7 @@ class Engine:
                 texts.extend(x for s in steps if (x := extract.result_text(s.raw_result)))
                 del texts[:-32]
         t.finished = True
+        t.tool_row = None  # the engine's live counts: not handed out with the run
         extra = t.extra
         for key in _SPAN_HOLDERS:
             if key in extra:
@@ -810,6 +852,7 @@ class Engine:
         s = self._stats
         s["spans"].update(tool=self._n_tool, llm=self._n_llm, agent=self._n_agent,
                           confirmation=self._n_confirmation, other=self._n_other)
+        s["tool_calls"] = self._tool_counts()
         return s
 
     @property

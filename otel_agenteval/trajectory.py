@@ -321,6 +321,7 @@ class Trajectory:
     succeeded: bool = False  # a policy ``success_when`` tool call succeeded
     _hex: str = field(default="", init=False, repr=False, compare=False)
     queued_ns: int = field(default=0, init=False, repr=False, compare=False)  # the engine's eviction order
+    tool_row: dict[str, list[int]] | None = field(default=None, init=False, repr=False, compare=False)  # engine's counts
 
     def __init__(self, key: int, trace_id: int, service_name: str, started_ns: int, agent_name: str = "unknown",
                  root: AgentSpan | None = None, conversation: Conversation | None = None,
@@ -359,6 +360,7 @@ class Trajectory:
         self.succeeded = succeeded
         self._hex = ""
         self.queued_ns = last_seen_ns
+        self.tool_row = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)

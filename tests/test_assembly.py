@@ -364,6 +364,18 @@ def test_eviction_by_capacity_spares_the_run_still_active(make_processor: Any) -
     assert [(t.agent_name, t.outcome, len(t.steps)) for t in h.trajectories][-1] == ("busy", "unknown", 3)
 
 
+def test_raw_tool_counts_are_bounded_and_lose_no_call(make_processor: Any) -> None:
+    # tool names come from models: past the cap (4 x 16 x max_tool_labels) new names count as "other"
+    h = make_processor("limits: {max_tool_labels: 1}")
+    h.run("support", [(f"tool_{i}", {}) for i in range(70)])
+    h.run("support", [("tool_0", {}), ("tool_69", {})])
+    counts = h.processor.stats()["tool_calls"]
+    assert len(counts) == 64 + 1
+    assert counts[(SERVICE, "support", "tool_0", True)] == 2
+    assert counts[(SERVICE, "support", "other", True)] == 70 - 64 + 1
+    assert sum(counts.values()) == 72
+
+
 def test_eviction_by_ttl_is_driven_by_span_time(make_processor: Any) -> None:
     h = make_processor("limits: {trajectory_ttl_s: 10}")
     stale = h.agent("stale", 0)
