@@ -720,8 +720,14 @@ class Engine:
                 self._run_rules(event, t, out, self._gated[Finish])
         t.outcome = self._outcome(t, reason)
         steps = t.steps
-        starts = list(map(_start_ns, steps))
-        if starts != sorted(starts):  # spans end out of start order now and then
+        last = -1
+        ordered = True
+        for s in steps:
+            if s.start_ns < last:
+                ordered = False
+                break
+            last = s.start_ns
+        if not ordered:  # spans end out of start order now and then
             steps.sort(key=_start_ns)
             for i, s in enumerate(steps):
                 s.index = i

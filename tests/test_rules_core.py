@@ -383,6 +383,18 @@ def test_budget_gate_follows_the_agent_name_learned_late(make_processor: Any) ->
     assert breaches(h) == [("steps", hex_span(second), 2, 1)]
 
 
+def test_integers_past_64_bits_are_compared_exactly(make_processor: Any) -> None:
+    # read as floats, these two ids would be one number and the second call a duplicate
+    h = make_processor(WRITES_ONLY)
+    root = h.agent("support", 0)
+    h.tool(root, "issue_refund", '{"order_id": 123456789012345678901234567890, "amount": 5}', at=1)
+    h.tool(root, "issue_refund", '{"order_id": 123456789012345678901234567891, "amount": 5}', at=2)
+    third = h.tool(root, "issue_refund", '{"amount": 5, "order_id": 123456789012345678901234567891}', at=3)
+    h.end(root, 4)
+    assert [(v.rule, v.span_id) for v in h.violations] == [("duplicate_write", hex_span(third))]
+    assert h.trajectories[0].steps[1].arguments == {"order_id": 123456789012345678901234567891, "amount": 5}
+
+
 def test_non_standard_json_constants_are_compared_as_text(make_processor: Any) -> None:
     # {"amount": NaN} is not JSON; read as text it must not collide with {"amount": null}
     h = make_processor(WRITES_ONLY)
