@@ -324,13 +324,10 @@ class Engine:
         out: tuple[list[Violation], Sequence[Trajectory]] | None
         if end_ns > self._now:
             self._now = end_ns
-        routes = self._routes
-        root = routes.get(sid)
+        root: _Root | None = self._routes.pop(sid, None)
         t = None
-        if root is not None:
-            del routes[sid]
-            if item is not None and sid != root.key and not root.done:
-                t = root.traj
+        if root is not None and item is not None and sid != root.key and not root.done:
+            t = root.traj
         if t is None or root is None or (self._needs_confirmations and span._events):
             out = self._end_slow(span, kind, item, attrs, root, end_ns)
         else:  # the common case: a step inside an open run, reached through its route
