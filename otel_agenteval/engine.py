@@ -19,7 +19,7 @@ from opentelemetry.attributes import BoundedAttributes
 
 from . import _semconv as sc
 from . import confirmations, extract
-from .extract import AGENT, FAST_SPANS, LLM, OP_KIND, TOOL, SpanView, as_dict
+from .extract import AGENT, ENDED_SPAN, FAST_SPANS, LLM, OP_KIND, STARTED_SPAN, TOOL, SpanView, as_dict
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule, builtin_rules
 from .trajectory import NO_LIMITS, AgentSpan, Conversation, Limits, LLMCall, ToolStep, Trajectory, short_hash
@@ -198,7 +198,8 @@ class Engine:
     # --- front door: span start (in process only) ---------------------------------------------
     def start(self, span: Any, parent_context: Any = None) -> None:
         try:
-            if type(span) not in FAST_SPANS:
+            tp = type(span)
+            if tp is not STARTED_SPAN and tp not in FAST_SPANS:
                 span = SpanView(span)
             parent: tuple[Any, ...] | None = span._parent  # SpanContext: a tuple (indexed natively when compiled)
             ctx: tuple[Any, ...] = span._context
@@ -289,7 +290,8 @@ class Engine:
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:
         try:
-            if type(span) not in FAST_SPANS:
+            tp = type(span)
+            if tp is not ENDED_SPAN and tp not in FAST_SPANS:
                 span = SpanView(span)
             a = span._attributes  # extract.attributes_of, inlined on this path (every span)
             attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)

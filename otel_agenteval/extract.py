@@ -43,6 +43,9 @@ _ERROR: Final = StatusCode.ERROR
 # ``_resource``, ``_name``), contexts indexable as ``(trace_id, span_id, is_remote, ...)``.
 # The engine's hot path reads those fields directly: no property call per field.
 FAST_SPANS: Final[set[type]] = {*_SDK_SPANS, SpanView}
+# the classes on_start and on_end get from the SDK, compared by identity before the set lookup
+STARTED_SPAN: Final[Any] = getattr(_sdk_trace, "_Span", None)
+ENDED_SPAN: Final[Any] = getattr(_sdk_trace, "ReadableSpan", None)
 
 
 def view(span: Any) -> Any:
