@@ -13,6 +13,7 @@ COMPILED_MODULES = (
     "_series",
     "confirmations",
     "_semconv",
+    "_mutex",
     "replay.feed",
     "replay.readers",
     "scoring.score",

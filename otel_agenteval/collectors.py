@@ -7,8 +7,8 @@ and they run once per scrape, not once per span.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class PlainCollector(Collector):
     """Serves a set of plain series; ``lock`` is the one their writers hold."""
 
-    def __init__(self, series: Iterable[PlainCounter | PlainHistogram], lock: threading.Lock) -> None:
+    def __init__(self, series: Iterable[PlainCounter | PlainHistogram], lock: AbstractContextManager[Any]) -> None:
         self._series = tuple(series)
         self._lock = lock
 

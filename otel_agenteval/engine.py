@@ -8,7 +8,6 @@ root ends. State is bounded everywhere and each drop is counted.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
@@ -19,6 +18,7 @@ from opentelemetry.attributes import BoundedAttributes
 
 from . import _semconv as sc
 from . import confirmations, extract
+from ._mutex import Mutex
 from .extract import AGENT, ENDED_SPAN, FAST_SPANS, LLM, OP_KIND, STARTED_SPAN, TOOL, SpanView, as_dict
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule, builtin_rules
@@ -84,7 +84,6 @@ _SPAN_HOLDERS = ("check", "root", "last_chat", "prev_chat", "confirmed", "repeat
 class Engine:
     # slots: CPython 3.11 reads attributes of an object with 30+ of them in __dict__ more slowly
     __slots__ = (
-        "_acquire",
         "_by_event",
         "_confirmation_tools",
         "_conv_ttl_ns",
@@ -114,7 +113,6 @@ class Engine:
         "_per_write",
         "_prices",
         "_recent_done",
-        "_release",
         "_repeat_scope",
         "_routes",
         "_rules",
@@ -167,9 +165,7 @@ class Engine:
         self._log_violations = log_violations  # off where violations are reported otherwise (replay)
         self._evicted: list[tuple[Trajectory, list[Violation]]] = []
         self._max_tool_keys = 4 * lim.max_tool_labels * 16  # raw (service, agent, tool, status) keys kept
-        self._lock = threading.Lock()
-        self._acquire = self._lock.acquire
-        self._release = self._lock.release
+        self._lock = Mutex()
         self._routes: dict[int, _Root] = {}
         self._trace_roots: dict[int, _Root] = {}
         self._recent_done: OrderedDict[int, None] = OrderedDict()
@@ -310,11 +306,12 @@ class Engine:
             else:
                 item = confirmations.from_span(span)
             sid: int = ctx[1]
-            self._acquire()  # the lock's bound methods: no method lookups, as `with` makes
+            lock = self._lock
+            lock.acquire()
             try:
                 out = self._end_locked(span, kind, item, attrs, sid, end_ns)
             finally:
-                self._release()
+                lock.release()
             if out is not None:
                 self._deliver(out[0], out[1])
         except Exception:

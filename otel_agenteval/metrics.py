@@ -7,13 +7,13 @@ read at scrape time by :class:`~otel_agenteval.collectors.SelfCollector`, so the
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterable, Mapping
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from ._mutex import Mutex
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .collectors import PlainCollector
 from .rules import KNOWN_RULES
@@ -57,7 +57,7 @@ class Metrics:
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
         self._rules = dict(KNOWN_RULES) if rules is None else rules
         self._writes = writes  # repeated writes are duplicate_write's business, not redundant calls
-        self._lock = threading.Lock()
+        self._lock = Mutex()
         self.trajectories = PlainCounter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
                                          (*AGENT_LABELS, "outcome"))
         self.steps = PlainHistogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
@@ -137,7 +137,9 @@ class Metrics:
             row = self._row(okey)
         trace, now = t.trace_hex, time.time()
         bounds = self._bounds
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             record(row.steps, bounds[0], t.tool_calls, trace, now)
             record(row.llm_calls, bounds[1], t.llm_calls, trace, now)
             record(row.duration, bounds[2], t.duration_s, trace, now)
@@ -151,6 +153,8 @@ class Metrics:
                 row.with_tool_errors.value += 1
             for tool in redundant:
                 self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
+        finally:
+            lock.release()
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
         """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded)."""

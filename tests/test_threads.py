@@ -99,3 +99,47 @@ def test_many_threads_one_provider_exact_counts(make_processor: Any) -> None:
     assert h.value("agenteval_late_spans_total") == 0.0
     for stage in h.processor.stats()["errors"]:
         assert h.value("agenteval_processor_errors_total", stage=stage) == 0.0
+
+
+def test_mutex_excludes_and_hands_over() -> None:
+    """The engine's mutex: one holder at a time while holders are preempted inside (tiny switch
+    interval, Python work in the critical section), waiters get it after release, counts exact."""
+    import sys
+
+    from otel_agenteval._mutex import Mutex
+
+    m = Mutex()
+    inside = [0]
+    overlaps = [0]
+    total = [0]
+
+    def work() -> None:
+        for _ in range(2000):
+            m.acquire()
+            try:
+                inside[0] += 1
+                if inside[0] != 1:
+                    overlaps[0] += 1
+                total[0] = total[0] + sum(range(20))  # Python work: the GIL may switch here
+                inside[0] -= 1
+            finally:
+                m.release()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(t.is_alive() for t in threads)
+    assert overlaps[0] == 0
+    assert total[0] == 8 * 2000 * sum(range(20))
+    assert m.contended > 0  # the waiting path ran, and handed over
+    assert not m.locked()
+    with m:
+        assert m.locked()
+    assert not m.locked()
