@@ -7,6 +7,7 @@ processor hands real spans, the replay readers hand :class:`~otel_agenteval.repl
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any, Final, Literal
 
@@ -37,6 +38,19 @@ _EMPTY: Final[dict[str, Any]] = {}
 # Final: a compiled module reads these from a C static, not its globals dict
 _BOUNDED: Final = BoundedAttributes
 _ERROR: Final = StatusCode.ERROR
+
+
+def _default_status() -> Any:
+    """The UNSET status object the SDK shares among spans whose status was never set (its
+    ``ReadableSpan`` default), so checking a span's status is one identity test in the usual case."""
+    try:
+        default = inspect.signature(_sdk_trace.ReadableSpan.__init__).parameters["status"].default
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return default if getattr(default, "status_code", None) is StatusCode.UNSET else None
+
+
+UNSET_STATUS: Final = _default_status()
 
 # Classes whose instances carry the SDK ``ReadableSpan``'s private fields (``_context``,
 # ``_parent``, ``_start_time``, ``_end_time``, ``_status``, ``_attributes``, ``_events``,
@@ -287,10 +301,11 @@ def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None
 
 def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     """Whether a tool call succeeded: status OK or UNSET and no ``gen_ai.tool.status=error``."""
-    if span._status._status_code is _ERROR:
+    status = span._status
+    if status is not UNSET_STATUS and status._status_code is _ERROR:
         return False
-    status = attrs.get(sc.TOOL_STATUS)
-    return status is None or status != "error"
+    flag = attrs.get(sc.TOOL_STATUS)
+    return flag is None or flag != "error"
 
 
 def _int(value: Any) -> int:
