@@ -74,7 +74,7 @@ class _Root:
         self.named = False  # agent_name came from an explicit attribute
         self.traj: Trajectory | None = None
         self.done = False
-        self.attributes: dict[str, Any] = {}  # the root span's, read at start and again at end
+        self.attributes: dict[str, Any] = {}  # the root span's own dict (see start), or a merged copy
         self.is_agent = False  # the key span was an agent span when it started
 
 
@@ -219,8 +219,10 @@ class Engine:
                 if root is None or (agent and not root.is_agent):
                     # a local root, or the outermost agent span under a non-agent root
                     root = _Root(ctx[1], ctx[0], span._start_time or 0, self._service(span))
-                    if attrs:
-                        root.attributes.update(attrs)
+                    if attrs or type(a) is _BOUNDED:
+                        # the span's own attribute dict (the SDK's, or a recorded span's): complete
+                        # once the span ends, so nothing is copied now or merged then
+                        root.attributes = attrs
                     if agent:
                         root.is_agent = True
                         self._name_at_start(root, span, attrs, own=True)
@@ -405,7 +407,7 @@ class Engine:
                 confirmations.keep(t.extra, item)
         finished = None
         if is_root_end:
-            if attrs:
+            if attrs and attrs is not root.attributes:  # a foreign span's copy: merge the end's
                 root.attributes.update(attrs)
             if by_trace:
                 del self._trace_roots[root.key]

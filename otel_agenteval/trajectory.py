@@ -328,7 +328,7 @@ class Trajectory:
     writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
     budgets_fired: set[str] = field(default_factory=set)
-    root_attributes: dict[str, Any] = field(default_factory=dict)
+    root_attributes: dict[str, Any] = field(default_factory=dict)  # the root span's own (read them, don't write)
     finished: bool = False
     outcome: Outcome = "unknown"
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
