@@ -81,6 +81,20 @@ class _Root:
 _SPAN_HOLDERS = ("check", "root", "last_chat", "prev_chat", "confirmed", "repeats")
 
 
+class _ToolPlan:
+    """What the policy does with one tool name, decided on its first call: one lookup per step."""
+
+    __slots__ = ("confirms", "on_repeat", "rules", "succeeds", "write")
+
+    def __init__(self, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], write: bool, succeeds: bool,
+                 confirms: bool) -> None:
+        self.rules = rules  # rules that look at every call of it
+        self.on_repeat = on_repeat  # rules declared repeated_call (a write only)
+        self.write = write
+        self.succeeds = succeeds  # a policy success_when tool
+        self.confirms = confirms  # a confirmation tool
+
+
 class Engine:
     # slots: CPython 3.11 reads attributes of an object with 30+ of them in __dict__ more slowly
     __slots__ = (
@@ -108,9 +122,9 @@ class Engine:
         "_now",
         "_on_finish",
         "_on_violation",
+        "_pop_route",
         "_open",
-        "_per_tool",
-        "_per_write",
+        "_plans",
         "_prices",
         "_recent_done",
         "_repeat_scope",
@@ -167,6 +181,7 @@ class Engine:
         self._max_tool_keys = 4 * lim.max_tool_labels * 16  # raw (service, agent, tool, status) keys kept
         self._lock = Mutex()
         self._routes: dict[int, _Root] = {}
+        self._pop_route = self._routes.pop  # bound once: no method lookup per span
         self._trace_roots: dict[int, _Root] = {}
         self._recent_done: OrderedDict[int, None] = OrderedDict()
         self._open: OrderedDict[int, Trajectory] = OrderedDict()
@@ -325,7 +340,7 @@ class Engine:
         out: tuple[list[Violation], Sequence[Trajectory]] | None
         if end_ns > self._now:
             self._now = end_ns
-        root: _Root | None = self._routes.pop(sid, None)
+        root: _Root | None = self._pop_route(sid, None)
         t = None
         if root is not None and item is not None and sid != root.key and not root.done:
             t = root.traj
@@ -525,19 +540,21 @@ class Engine:
             self._by_event[kind] = tuple(chosen)
             self._gated[kind] = tuple(gated)
         self._gated_any = any(self._gated.values())
-        self._per_tool: dict[str, tuple[Rule, ...]] = {}
-        self._per_write: dict[str, tuple[Rule, ...]] = {}
+        self._plans: dict[str, _ToolPlan] = {}
         self._llm_rules = self._by_event[LLMCall]
         self._writes = policy.write_tools
 
-    def _rules_for(self, tool: str, cache: dict[str, tuple[Rule, ...]],
-                   scope: list[tuple[Rule, frozenset[str] | None]]) -> tuple[Rule, ...]:
-        rules = tuple(r for r, tools in scope if tools is None or tool in tools)
-        if len(cache) < 4096:  # tool names come from models: bound the cache
-            cache[tool] = rules
-        return rules
+    def _plan(self, tool: str) -> _ToolPlan:
+        """The plan for a tool name, made once (bounded: tool names come from models)."""
+        write = tool in self._writes
+        plan = _ToolPlan(tuple(r for r, tools in self._tool_scope if tools is None or tool in tools),
+                         tuple(r for r, tools in self._repeat_scope if tools is None or tool in tools) if write else (),
+                         write, tool in self._success_tools, tool in self._confirmation_tools)
+        if len(self._plans) < 4096:
+            self._plans[tool] = plan
+        return plan
 
-    def _repeated_write(self, t: Trajectory, step: ToolStep, out: list[Violation]) -> None:
+    def _repeated_write(self, t: Trajectory, step: ToolStep, out: list[Violation], rules: tuple[Rule, ...]) -> None:
         """Rules declared ``repeated_call``, for a write whose call already ran in this run or conversation."""
         if step.raw_arguments is None:
             return
@@ -545,11 +562,7 @@ class Engine:
         conv = t.conversation
         if (key in t.writes_ok or key in t.writes_failed
                 or (conv is not None and (key in conv.writes_ok or key in conv.writes_failed))):
-            rules = self._per_write.get(step.tool)
-            if rules is None:
-                rules = self._rules_for(step.tool, self._per_write, self._repeat_scope)
-            if rules:
-                self._run_rules(step, t, out, rules)
+            self._run_rules(step, t, out, rules)
 
     def _run_rules(self, event: Any, t: Trajectory, out: list[Violation], rules: tuple[Rule, ...]) -> None:
         check = self._check(t)
@@ -571,14 +584,13 @@ class Engine:
             if name:
                 self._set_name(root, name, named=True)
         tool = step.tool
-        is_write = tool in self._writes
-        if is_write and self._repeat_scope:
-            self._repeated_write(t, step, out)
-        rules = self._per_tool.get(tool)
-        if rules is None:
-            rules = self._rules_for(tool, self._per_tool, self._tool_scope)
-        if rules:
-            self._run_rules(step, t, out, rules)
+        plan = self._plans.get(tool)
+        if plan is None:
+            plan = self._plan(tool)
+        if plan.on_repeat:
+            self._repeated_write(t, step, out, plan.on_repeat)
+        if plan.rules:
+            self._run_rules(step, t, out, plan.rules)
         n = t.tool_calls + 1
         lim = t.limits
         if n > lim[0] or lim[5] or step.end_ns - t.started_ns > lim[4]:
@@ -597,7 +609,7 @@ class Engine:
             cell[1] += 1
         if not ok:
             t.tool_errors += 1
-        elif tool in self._success_tools:
+        elif plan.succeeds:
             t.succeeded = True
         steps = t.steps
         kept = len(steps)
@@ -607,9 +619,9 @@ class Engine:
         else:
             t.steps_dropped += 1
             self._stats["steps_dropped"] += 1
-        if is_write:
+        if plan.write:
             (t.writes_ok if ok else t.writes_failed).setdefault(step.call_key, t.trace_hex)
-        if tool in self._confirmation_tools:
+        if plan.confirms:
             conf = confirmations.from_tool_step(step, self.policy)
             if conf is not None:
                 confirmations.keep(t.extra, conf)

@@ -290,13 +290,12 @@ def tool_step(span: Any, attrs: dict[str, Any] | None = None) -> ToolStep:
 def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None, end_ns: int = -1) -> ToolStep:
     """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path,
     which has read the span's context and end time already)."""
-    if ctx is None:
-        ctx = span._context
+    ids: tuple[Any, ...] = span._context if ctx is None else ctx
     if end_ns < 0:
         end_ns = span._end_time or 0
     tool = attrs.get(sc.TOOL_NAME)
     return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        end_ns, ctx[1], ctx[0], is_ok(span, attrs), attrs, span._events)
+                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events)
 
 
 def is_ok(span: Any, attrs: dict[str, Any]) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -50,20 +49,36 @@ def _no_constant(name: str) -> Any:
 _scan = json.JSONDecoder(parse_constant=_no_constant).scan_once  # type: ignore[attr-defined]
 
 
-_LONG_DIGITS = re.compile("[0-9]{19}").search
+_BIG = 9.223372036854775e18  # orjson reads an int past 64 bits as a float at least this large
+
+
+def _has_big_float(value: Any) -> bool:
+    """Whether a parsed value holds a float of 64-bit-int size or more (orjson's reading of a
+    longer int, or a float the text wrote so): the standard scanner then reads the text again."""
+    if type(value) is float:
+        return value >= _BIG or value <= -_BIG
+    if type(value) is dict:
+        for v in value.values():
+            if type(v) is not str and _has_big_float(v):
+                return True
+    elif type(value) is list:
+        for v in value:
+            if type(v) is not str and _has_big_float(v):
+                return True
+    return False
 
 
 def _loads(text: str) -> Any:
     """``json.loads`` of stripped text (exact for any int), in one C call.
 
-    orjson first (several times quicker on small objects) unless the text has a run of 19+
-    digits (orjson reads ints past 64 bits as floats); what it refuses goes to the standard
-    scanner, which decides."""
-    if _LONG_DIGITS(text) is None:
-        try:
-            return _orjson_loads(text)
-        except _OrjsonError:
-            pass
+    orjson first (several times quicker on small objects); what it refuses, or reads with a
+    float where the text may have a long int, goes to the standard scanner, which decides."""
+    try:
+        value = _orjson_loads(text)
+        if not _has_big_float(value):
+            return value
+    except _OrjsonError:
+        pass
     try:
         value, end = _scan(text, 0)
     except StopIteration:
