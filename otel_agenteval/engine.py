@@ -862,6 +862,10 @@ class Engine:
         except Exception:
             self._stats["errors"]["callback"] += 1
 
+    def count_error(self, stage: str) -> None:
+        """One more error at a stage (``agenteval_processor_errors_total``), without building :attr:`stats`."""
+        self._stats["errors"][stage] += 1
+
     @property
     def stats(self) -> dict[str, Any]:
         """The engine's own counters: spans by kind, evictions, late spans, drops, errors (live, not a copy)."""

@@ -130,7 +130,7 @@ class Metrics:
     def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, through the series and keys
         bound once per (service, agent, outcome), under one lock."""
-        redundant = redundant_calls(t, self._writes) if len(t.steps) > 1 else []
+        redundant = redundant_calls(t, self._writes)
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
         if row is None:

@@ -51,7 +51,7 @@ class TrajectoryProcessor(SpanProcessor):
                 try:
                     cb(t)
                 except Exception:  # one broken callback must not starve the others
-                    self.engine.stats["errors"]["callback"] += 1
+                    self.engine.count_error("callback")
 
         self.engine = Engine(
             self.policy,
@@ -87,7 +87,7 @@ class TrajectoryProcessor(SpanProcessor):
         try:
             self.engine.finalise_all("shutdown")
         except Exception:
-            self.engine.stats["errors"]["shutdown"] += 1
+            self.engine.count_error("shutdown")
             return False
         return True
 

@@ -143,6 +143,39 @@ def test_streamed_json_holds_one_run_at_a_time(monkeypatch: pytest.MonkeyPatch) 
                                             "summary": {}}
 
 
+def test_indented_and_streamed_json_write_odd_values_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run detail holding a value JSON has no type for (a set among a step's arguments, say) is
+    written as its text by both the indented report and the streamed one (store.run_json)."""
+    from otel_agenteval.scoring.score import RunScore, StepMark
+    from otel_agenteval.scoring.store import RunStore
+
+    def run() -> RunScore:
+        step = StepMark(0, "lookup_order", True, "match", 0, {"ids": {7}})
+        return RunScore("c", "t", None, "support", "pass", [], True, 1.0, 0, 0, 2, 2, 0, [step], None)
+
+    def render(runs: Any) -> Any:
+        out: list[str] = []
+
+        class Out:
+            def write(self, text: str) -> None:
+                out.append(text)
+
+        doc = {"cases": [{"id": "c", "runs": report.Runs(runs, True)}], "summary": {}}
+        report.write_json(doc, Out())  # type: ignore[arg-type]
+        return json.loads("".join(out))["cases"][0]["runs"]
+
+    pretty = render([run()])
+    store = RunStore(show_arguments=True)
+    try:
+        spooled = [store.add(run())]
+        monkeypatch.setattr(report, "PRETTY_UP_TO", 0)
+        streamed = render(spooled)
+    finally:
+        store.close()
+    assert pretty == streamed
+    assert streamed[0]["steps"][0]["arguments"] == {"ids": "{7}"}
+
+
 def test_junit_one_testcase_per_case(files: dict[str, Path], four_items: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = score(capsys, four_items, "--cases", files["dir"] / "four.yaml", "--policy", files["policy"],
                          "--format", "junit", "--k", "4", "--threshold", "0.5")

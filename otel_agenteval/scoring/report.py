@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 import orjson
 
 from .reliability import CaseResult, pass_hat_k, set_summary
-from .store import RunRecord
+from .store import RunRecord, run_json
 
 SETS = ("regression", "capability")
 PRETTY_UP_TO = 1000  # runs: JSON is indented up to this, compact (and streamed) beyond
@@ -39,7 +39,7 @@ class Runs:
             if isinstance(run, RunRecord):
                 yield run.json_text()
             else:
-                yield orjson.dumps(run.to_dict(self._show), default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+                yield run_json(run.to_dict(self._show)).decode()
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -82,7 +82,7 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
 def _plain(value: Any) -> Any:
     if isinstance(value, Runs):
         return list(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+    return str(value)  # as run_json writes it, so the indented and the streamed reports agree
 
 
 def write_json(doc: dict[str, Any], out: TextIO) -> None:

@@ -43,6 +43,12 @@ class RunRecord:
         return self._store.raw(self._at, self._size).decode()
 
 
+def run_json(run: dict[str, Any]) -> bytes:
+    """A run's detail as compact JSON, the one encoding of spooled and streamed runs: a value JSON
+    has no type for is written as its text, a non-string key as its text."""
+    return orjson.dumps(run, default=str, option=orjson.OPT_NON_STR_KEYS)
+
+
 class RunStore:
     """An append-only spool of run details (a temporary file, deleted on close)."""
 
@@ -53,7 +59,7 @@ class RunStore:
         self._pos = 0  # where the file's position is now
 
     def add(self, score: RunScore) -> RunRecord:
-        data = orjson.dumps(score.to_dict(self.show_arguments), default=str, option=orjson.OPT_NON_STR_KEYS)
+        data = run_json(score.to_dict(self.show_arguments))
         at = self._end
         self._seek(at)
         self._file.write(data)
