@@ -27,6 +27,10 @@ class PlainCollector(Collector):
         self._series = tuple(series)
         self._lock = lock
 
+    def relock(self, lock: AbstractContextManager[Any]) -> None:
+        """The writers' new lock (a forked child's)."""
+        self._lock = lock
+
     def describe(self) -> list[Metric]:
         return []
 
@@ -67,6 +71,19 @@ class SelfCollector(Collector):
         yield CounterMetricFamily("agenteval_open_spans_dropped",
                                   "Open spans forgotten because limits.max_open_spans was reached.",
                                   value=s["routes_dropped"])
+        dropped = CounterMetricFamily("agenteval_spans_dropped",
+                                      "Spans not processed, by reason: ended by the monitor's own rules or callbacks "
+                                      "(reentrant), delivered twice (duplicate), ended after shutdown.",
+                                      labels=("reason",))
+        for reason, n in sorted(s["dropped"].items()):
+            dropped.add_metric((reason,), n)
+        yield dropped
+        yield CounterMetricFamily("agenteval_state_dropped",
+                                  "Entries of bounded per-run and per-conversation maps not kept (writes, repeats).",
+                                  value=s["state_dropped"])
+        yield CounterMetricFamily("agenteval_clock_skew_spans",
+                                  "Recorded spans dated more than a day past the wall clock (not moving the replay clock).",
+                                  value=s["clock_skew"])
         conv = CounterMetricFamily("agenteval_conversations_evicted", "Conversation states dropped, by reason.",
                                    labels=("reason",))
         for reason, n in sorted(s["conversations_evicted"].items()):

@@ -7,13 +7,13 @@ read at scrape time by :class:`~otel_agenteval.collectors.SelfCollector`, so the
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from ._mutex import Mutex
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .collectors import PlainCollector
 from .rules import KNOWN_RULES
@@ -57,7 +57,7 @@ class Metrics:
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
         self._rules = dict(KNOWN_RULES) if rules is None else rules
         self._writes = writes  # repeated writes are duplicate_write's business, not redundant calls
-        self._lock = Mutex()
+        self._lock = threading.Lock()
         self.trajectories = PlainCounter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
                                          (*AGENT_LABELS, "outcome"))
         self.steps = PlainHistogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
@@ -77,8 +77,9 @@ class Metrics:
         self.redundant = PlainCounter("agenteval_redundant_calls",
                                       "Non-write tool calls repeating an identical call in the same trajectory.",
                                       (*AGENT_LABELS, "tool"))
-        r.register(PlainCollector((self.trajectories, self.steps, self.llm_calls, self.duration, self.cost,
-                                   self.tokens, self.with_tool_errors, self.redundant), self._lock))
+        self._plain = PlainCollector((self.trajectories, self.steps, self.llm_calls, self.duration, self.cost,
+                                      self.tokens, self.with_tool_errors, self.redundant), self._lock)
+        r.register(self._plain)
         self.violations = Counter("agenteval_violations", "Broken invariants, as the offending step ends.",
                                   (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
@@ -126,6 +127,11 @@ class Metrics:
             exemplar={"trace_id": v.trace_id})
         if v.rule == "budget_breach":
             self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
+
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (the parent's may have been held at the fork)."""
+        self._lock = threading.Lock()
+        self._plain.relock(self._lock)
 
     def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, through the series and keys

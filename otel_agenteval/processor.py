@@ -1,11 +1,14 @@
 """``TrajectoryProcessor``: the span processor users add to their ``TracerProvider``.
 
 ``on_start``/``on_end`` never raise, never block on I/O, and hold the engine's lock only
-for bookkeeping: rules, metrics, logs and ``on_violation`` callbacks run after it is released.
+for bookkeeping: rules, metrics, logs and callbacks run with no lock held (see the engine).
+``clock`` (monotonic ns; default the process's) drives expiry: injectable for tests.
 """
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -18,6 +21,7 @@ from .engine import Engine
 from .metrics import Metrics
 from .policy import Policy
 from .rules import KNOWN_RULES, Rule
+from .store import ProcessClock
 from .trajectory import Trajectory
 from .violation import Violation
 
@@ -37,6 +41,7 @@ class TrajectoryProcessor(SpanProcessor):
         on_trajectory: Iterable[Callable[[Trajectory], None]] = (),
         rules: Sequence[Rule] | None = None,
         finalise_on_flush: bool = True,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
@@ -58,16 +63,29 @@ class TrajectoryProcessor(SpanProcessor):
             rules=rules,
             on_violation=(self.metrics.violation, *on_violation),
             on_finish=(finished if user_done else self.metrics.finished,),
+            clock=ProcessClock(clock),
         )
         self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
+        # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
+        # of its parent's, as the SDK's BatchSpanProcessor does for its queue
+        if hasattr(os, "register_at_fork"):
+            after_fork = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: (m := after_fork()) is not None and m())
         # The SDK calls these for every span: bound straight to the engine, one frame less each
         # (unless a subclass overrides them).
         if type(self).on_start is TrajectoryProcessor.on_start:
             self.on_start = self.engine.start  # type: ignore[method-assign]
         if type(self).on_end is TrajectoryProcessor.on_end:
             self.on_end = self.engine.end  # type: ignore[method-assign]
+
+    def _after_fork(self) -> None:
+        try:
+            self.engine.after_fork()
+            self.metrics.after_fork()
+        except Exception:
+            self.engine.count_error("shutdown")
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.engine.start(span)  # never raises: errors are counted in agenteval_processor_errors_total
@@ -92,10 +110,14 @@ class TrajectoryProcessor(SpanProcessor):
         return True
 
     def shutdown(self) -> None:
+        """Finalise what is open as ``incomplete``; spans that end afterwards are counted, not processed."""
         if self._shut:
             return
         self._shut = True
-        self.force_flush()
+        try:
+            self.engine.close()
+        except Exception:
+            self.engine.count_error("shutdown")
 
     def stats(self) -> dict[str, Any]:
         """A copy of the processor's own counters (spans, evictions, late spans, errors)."""

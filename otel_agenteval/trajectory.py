@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from orjson import OPT_SORT_KEYS as _SORTED
 from orjson import JSONDecodeError as _OrjsonError
@@ -20,23 +20,48 @@ except ImportError:  # not installed: the decorator only speaks to the compiler 
 
 Outcome = Literal["success", "failure", "unknown", "incomplete"]
 
-# (max steps, max LLM calls, max tokens, max cost, max duration in ns, check every call for repeats)
-Limits = tuple[float, float, float, float, float, bool]
-NO_LIMITS: Limits = (float("inf"), float("inf"), float("inf"), float("inf"), float("inf"), False)
+_INF = float("inf")
+MAX_DEPTH = 64  # nesting of argument values walked; deeper values are compared as they are
+MAX_KEY_LEN = 512  # a canonical argument text longer than this is kept as its hash
+
+
+class Limits:
+    """An agent's budget as the numbers the engine compares against as events arrive (none: infinity)."""
+
+    __slots__ = ("check_repeats", "max_cost_usd", "max_duration_ns", "max_llm_calls", "max_steps", "max_tokens")
+
+    def __init__(self, max_steps: float = _INF, max_llm_calls: float = _INF, max_tokens: float = _INF,
+                 max_cost_usd: float = _INF, max_duration_ns: float = _INF, check_repeats: bool = False) -> None:
+        self.max_steps = max_steps
+        self.max_llm_calls = max_llm_calls
+        self.max_tokens = max_tokens
+        self.max_cost_usd = max_cost_usd
+        self.max_duration_ns = max_duration_ns
+        self.check_repeats = check_repeats  # max_repeats is set: the budget rule sees every tool call
+
+    def __repr__(self) -> str:
+        return "Limits(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+NO_LIMITS: Final = Limits()
 
 
 _SCALARS = frozenset((int, float, bool, type(None)))
 
 
-def normalise_value(value: Any) -> Any:
-    """Strip strings, recurse into containers, sort nothing (dict equality ignores order)."""
+def normalise_value(value: Any, depth: int = 0) -> Any:
+    """Strip strings, recurse into containers, sort nothing (dict equality ignores order).
+
+    Past :data:`MAX_DEPTH` levels a value is kept as it is: no recursion without bound."""
     if isinstance(value, str):
         return value.strip()
+    if depth >= MAX_DEPTH:
+        return value
     if isinstance(value, dict):  # scalars inline: a call only for nested containers
-        return {str(k).strip(): v.strip() if type(v) is str else v if type(v) in _SCALARS else normalise_value(v)
-                for k, v in value.items()}
+        return {str(k).strip(): v.strip() if type(v) is str else v if type(v) in _SCALARS
+                else normalise_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [normalise_value(v) for v in value]
+        return [normalise_value(v, depth + 1) for v in value]
     return value
 
 
@@ -52,18 +77,21 @@ _scan = json.JSONDecoder(parse_constant=_no_constant).scan_once  # type: ignore[
 _BIG = 9.223372036854775e18  # orjson reads an int past 64 bits as a float at least this large
 
 
-def _has_big_float(value: Any) -> bool:
+def _has_big_float(value: Any, depth: int = 0) -> bool:
     """Whether a parsed value holds a float of 64-bit-int size or more (orjson's reading of a
-    longer int, or a float the text wrote so): the standard scanner then reads the text again."""
+    longer int, or a float the text wrote so): the standard scanner then reads the text again.
+    Too deep to walk: assumed so (the scanner decides)."""
     if type(value) is float:
         return value >= _BIG or value <= -_BIG
+    if depth >= MAX_DEPTH:
+        return type(value) is dict or type(value) is list
     if type(value) is dict:
         for v in value.values():
-            if type(v) is not str and _has_big_float(v):
+            if type(v) is not str and _has_big_float(v, depth + 1):
                 return True
     elif type(value) is list:
         for v in value:
-            if type(v) is not str and _has_big_float(v):
+            if type(v) is not str and _has_big_float(v, depth + 1):
                 return True
     return False
 
@@ -100,7 +128,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         if text[:1] in ("{", "["):
             try:
                 value = _loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the scanner's limit
                 return {"input": text}
             if isinstance(value, dict):
                 return normalise_value(value)  # type: ignore[no-any-return]
@@ -114,11 +142,38 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def arguments_key(args: dict[str, Any]) -> str:
-    """A canonical text of normalised arguments: equal keys mean equal calls."""
+    """A canonical text of normalised arguments: equal keys mean equal calls.
+
+    A text longer than :data:`MAX_KEY_LEN` is kept as its hash (``#`` and 32 hex digits): the
+    maps of calls seen stay small whatever the arguments."""
     try:
-        return _orjson_dumps(args, default=str, option=_SORTED).decode()
-    except TypeError:  # ints past 64 bits: the general encoder
-        return json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+        key = _orjson_dumps(args, default=str, option=_SORTED).decode()
+    except TypeError:  # ints past 64 bits (or nesting past orjson's limit): the general encoder
+        try:
+            key = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+        except (RecursionError, ValueError):
+            key = repr(_flat(args))
+    if len(key) > MAX_KEY_LEN:
+        return "#" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return key
+
+
+def _flat(value: Any) -> list[Any]:
+    """A nested value as a flat list of its scalars and structure marks, without recursion."""
+    out: list[Any] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            out.append("{")
+            stack.extend(v[k] for k in sorted(v, key=str))
+            out.extend(sorted(v, key=str))
+        elif isinstance(v, (list, tuple)):
+            out.append(len(v))
+            stack.extend(v)
+        else:
+            out.append(v)
+    return out
 
 
 def short_hash(text: str) -> str:
@@ -314,6 +369,7 @@ class Conversation:
 
     id: str
     last_seen_ns: int
+    touched_ns: int = 0  # the engine's clock when a turn last used it (expiry; not span time)
     writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)  # call key -> trace hex
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
@@ -349,9 +405,8 @@ class Trajectory:
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
     limits: Limits = NO_LIMITS  # the agent's budget, compared inline as events arrive
     succeeded: bool = False  # a policy ``success_when`` tool call succeeded
+    state_dropped: int = 0  # entries of bounded per-run maps not kept (writes, repeats)
     _hex: str = field(default="", init=False, repr=False, compare=False)
-    queued_ns: int = field(default=0, init=False, repr=False, compare=False)  # the engine's eviction order
-    tool_row: dict[str, list[int]] | None = field(default=None, init=False, repr=False, compare=False)  # engine's counts
 
     def __init__(self, key: int, trace_id: int, service_name: str, started_ns: int, agent_name: str = "unknown",
                  root: AgentSpan | None = None, conversation: Conversation | None = None,
@@ -361,7 +416,8 @@ class Trajectory:
                  writes_ok: dict[tuple[str, str], str] | None = None,
                  writes_failed: dict[tuple[str, str], str] | None = None, budgets_fired: set[str] | None = None,
                  root_attributes: dict[str, Any] | None = None, finished: bool = False, outcome: Outcome = "unknown",
-                 extra: dict[str, Any] | None = None, limits: Limits = NO_LIMITS, succeeded: bool = False) -> None:
+                 extra: dict[str, Any] | None = None, limits: Limits = NO_LIMITS, succeeded: bool = False,
+                 state_dropped: int = 0) -> None:
         self.key = key
         self.trace_id = trace_id
         self.service_name = service_name
@@ -388,9 +444,8 @@ class Trajectory:
         self.extra = {} if extra is None else extra
         self.limits = limits
         self.succeeded = succeeded
+        self.state_dropped = state_dropped
         self._hex = ""
-        self.queued_ns = last_seen_ns
-        self.tool_row = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)

@@ -16,7 +16,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode
 from prometheus_client import CollectorRegistry
 
@@ -59,6 +59,20 @@ def hex_trace(span: ReadableSpan) -> str:
     return format(span.context.trace_id, "032x")
 
 
+class SpanTimeClock(SpanProcessor):
+    """The tests' clock for the processor's expiry: the latest span end time seen, so a test that
+    dates its spans drives TTLs with them (the processor's own clock is the process's monotonic one)."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.now = max(self.now, span.end_time or 0)
+
+
 @dataclass
 class Harness:
     provider: TracerProvider
@@ -67,6 +81,12 @@ class Harness:
     registry: CollectorRegistry
     trajectories: list[Trajectory] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
+    clock: SpanTimeClock = field(default_factory=SpanTimeClock)
+
+    def end_only(self, span: ReadableSpan) -> None:
+        """Feed a recorded span to the engine alone (no start), as replay's end-only mode does."""
+        self.clock.on_end(span)
+        self.processor.engine.end(span)
 
     # --- reading results back ---------------------------------------------------------------
     def value(self, name: str, **labels: str) -> float | None:
@@ -165,12 +185,14 @@ def make_processor() -> Iterable[Callable[..., Harness]]:
         registry = CollectorRegistry()
         trajectories: list[Trajectory] = []
         violations: list[Violation] = []
+        clock = SpanTimeClock()
         processor = TrajectoryProcessor(policy, registry=registry,
                                         on_violation=[violations.append, *on_violation],
-                                        on_trajectory=[trajectories.append, *on_trajectory], rules=rules)
+                                        on_trajectory=[trajectories.append, *on_trajectory], rules=rules, clock=clock)
         provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
+        provider.add_span_processor(clock)  # first: the clock has moved when the processor sees the span
         provider.add_span_processor(processor)
-        h = Harness(provider, provider.get_tracer("tests"), processor, registry, trajectories, violations)
+        h = Harness(provider, provider.get_tracer("tests"), processor, registry, trajectories, violations, clock)
         made.append(h)
         return h
 

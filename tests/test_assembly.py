@@ -473,7 +473,7 @@ def test_end_only_mode_gives_the_same_trajectories(make_processor: Any, framewor
     live, spans = recorded(make_processor, RUNS[framework], WRITES_ONLY)
     replay = make_processor(WRITES_ONLY)
     for s in spans:
-        replay.processor.engine.end(s)
+        replay.end_only(s)
     replay.processor.engine.finalise_all()
     assert [summary(t) for t in replay.trajectories] == [summary(t) for t in live.trajectories]
     assert len(replay.trajectories) == 1
@@ -494,7 +494,7 @@ def test_end_only_mode_interleaved_traces_and_late_span(make_processor: Any) -> 
     live, spans = recorded(make_processor, build)
     replay = make_processor()
     for s in spans:
-        replay.processor.engine.end(s)
+        replay.end_only(s)
     assert [summary(t) for t in replay.trajectories] == [summary(t) for t in live.trajectories]
     assert [t.agent_name for t in replay.trajectories] == ["a", "b"]
     assert replay.value("agenteval_late_spans_total") == live.value("agenteval_late_spans_total") == 1.0
@@ -509,7 +509,7 @@ def test_end_only_mode_finalise_all_marks_incomplete(make_processor: Any) -> Non
     _, spans = recorded(make_processor, build)
     replay = make_processor()
     for s in spans:
-        replay.processor.engine.end(s)
+        replay.end_only(s)
     assert replay.trajectories == []
     replay.processor.engine.finalise_all()
     assert [(t.outcome, [s.tool for s in t.steps]) for t in replay.trajectories] == [
@@ -577,7 +577,7 @@ def test_end_only_mode_ttl_eviction_and_late_spans(make_processor: Any) -> None:
     _, spans = recorded(make_processor, build, "limits: {trajectory_ttl_s: 60}")
     replay = make_processor("limits: {trajectory_ttl_s: 60}")
     for s in spans:
-        replay.processor.engine.end(s)
+        replay.end_only(s)
     assert [(t.agent_name, t.outcome) for t in replay.trajectories] == [("stale", "incomplete"), ("fresh", "unknown")]
     assert replay.value("agenteval_trajectories_evicted_total", reason="ttl") == 1.0
     assert replay.value("agenteval_late_spans_total") == 1.0

@@ -23,9 +23,9 @@ def test_demo_json_summary_is_seeded_and_complete(capsys):
 def test_demo_recording_replays_to_the_same_findings(tmp_path, capsys):
     traces = tmp_path / "demo.jsonl.gz"
     policy = tmp_path / "policy.yaml"
-    from otel_agenteval._demo_world import DEMO_POLICY
-
     import yaml
+
+    from otel_agenteval._demo_world import DEMO_POLICY
 
     policy.write_text(yaml.safe_dump(DEMO_POLICY))
     assert main(["demo", "--runs", "80", "--seed", "5", "--no-serve", "--format", "json", "--quiet",

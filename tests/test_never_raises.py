@@ -160,9 +160,9 @@ def test_flush_and_shutdown_are_idempotent(make_processor: Any) -> None:
     h.processor.shutdown()
     h.processor.shutdown()
     assert h.processor.force_flush() is True
-    h.end(root, 2)  # the app ends its span after shutdown: counted late, no exception
+    h.end(root, 2)  # the app ends its span after shutdown: counted, not processed, no exception
     assert [t.outcome for t in h.trajectories] == ["incomplete"]
-    assert h.value("agenteval_late_spans_total") == 1.0
+    assert h.value("agenteval_spans_dropped_total", reason="after_shutdown") == 1.0
     assert errors(h) == no_errors(h)
 
 

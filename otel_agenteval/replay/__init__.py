@@ -34,6 +34,7 @@ from typing import Any
 
 from ..engine import Engine
 from ..policy import Policy
+from ..store import SpanClock
 from ..trajectory import Trajectory
 from ..violation import Violation
 from .feed import Feeder
@@ -72,7 +73,7 @@ def replay(
         found.insert(0, result.violations.append)
 
     # violations come back to the caller (and out in the commands' reports): a log line each only if asked
-    engine = Engine(policy, on_violation=found, on_finish=done, log_violations=log_violations)
+    engine = Engine(policy, on_violation=found, on_finish=done, log_violations=log_violations, clock=SpanClock())
     feeder = Feeder(engine, max_held_spans)
     add = feeder.add
     thresholds = gc.get_threshold()

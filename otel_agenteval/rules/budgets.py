@@ -32,7 +32,12 @@ def budget_breach(event: Event, check: Check) -> list[Violation] | None:
             _breach(check, out, fired, "steps", t.tool_calls + 1, b.max_steps, event)
         if b.max_repeats is not None:  # loop guard: the same call over and over
             seen: dict[tuple[str, str], int] = t.extra.setdefault("repeats", {})
-            n = seen[event.call_key] = seen.get(event.call_key, 0) + 1
+            key = event.call_key
+            if key in seen or len(seen) < check.policy.limits.max_steps_per_trajectory:
+                n = seen[key] = seen.get(key, 0) + 1
+            else:  # bounded like the run's steps: a call past it is not counted for repeats
+                t.state_dropped += 1
+                n = 1
             if n > b.max_repeats:
                 _breach(check, out, fired, "repeats", n, b.max_repeats, event)
         end_ns = event.end_ns

@@ -1,0 +1,89 @@
+"""Where a span's trajectory lives: a :class:`Run` per outermost agent span (or local root).
+
+In process, each span is routed to its run as it starts (through its parent's route), so its
+end needs one dict pop to find it. A run's events are applied by one thread at a time with no
+lock waited on: a thread that ends a span appends an :class:`Arrival` to the run's inbox and,
+if no other thread is applying that run's events, applies them itself (see ``Engine``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+from . import _semconv as sc
+from . import extract
+from .rules import Check
+from .trajectory import Trajectory
+
+FINISH = "finish"  # an Arrival that finalises the run early (eviction, flush, shutdown)
+
+
+class Arrival:
+    """A span's end (or an eviction) waiting to be applied to its run."""
+
+    __slots__ = ("attrs", "end_ns", "item", "kind", "reason", "root_end", "span")
+
+    def __init__(self, kind: str | None, item: Any, span: Any, attrs: dict[str, Any], end_ns: int,
+                 root_end: bool = False, reason: str = "root_end") -> None:
+        self.kind = kind  # extract's TOOL/LLM/AGENT/CONFIRMATION, None (no agent activity) or FINISH
+        self.item = item  # what extract read: a step, (model, tokens in, tokens out), an agent span, ...
+        self.span = span
+        self.attrs = attrs
+        self.end_ns = end_ns
+        self.root_end = root_end  # the run's own key span ended: finalise after applying it
+        self.reason = reason  # for FINISH: "capacity" | "ttl" | "shutdown"
+
+
+class Run:
+    """One agent run's place in the engine: its identity, its agent, its trajectory once it has one."""
+
+    __slots__ = ("agent_name", "attributes", "busy", "check", "closed", "done", "inbox", "is_agent", "key", "named",
+                 "queued_at", "seen_at", "service", "start_ns", "tool_row", "trace_id", "traj")
+
+    def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
+        self.key = key  # span id of the key span (in process), or trace id (keyed by trace)
+        self.trace_id = trace_id
+        self.start_ns = start_ns
+        self.service = service
+        self.agent_name: str | None = None
+        self.named = False  # agent_name came from an explicit attribute
+        self.is_agent = False  # the key span was an agent span when it started
+        self.attributes: dict[str, Any] = {}  # the root span's own dict (see Engine.start), or a merged copy
+        self.traj: Trajectory | None = None
+        self.check: Check | None = None  # what rules see, made on the first rule call
+        self.tool_row: dict[str, list[int]] | None = None  # the engine's call counts of its (service, agent)
+        self.closed = False  # finalisation decided: spans that arrive after are late
+        self.done = False  # finalised
+        self.inbox: deque[Arrival] = deque()
+        self.busy = threading.Lock()  # held by the thread applying its events; only ever tried, never waited on
+        self.queued_at = 0  # engine clock: its place in the eviction order (second chance)
+        self.seen_at = 0  # engine clock: its last span
+
+    def rename(self, name: str, named: bool, limits: Any) -> None:
+        """The run's agent is now ``name``: its trajectory, budget and rule view follow."""
+        self.agent_name = name
+        self.named = named
+        t = self.traj
+        if t is not None and t.agent_name != name:
+            t.agent_name = name
+            t.limits = limits
+            self.tool_row = None
+            self.check = None
+
+
+def explicit_agent_name(attrs: dict[str, Any]) -> str | None:
+    """The agent name a span states outright (GenAI semconv, OpenInference, legacy)."""
+    name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    return str(name) if name else None
+
+
+def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | None:
+    """An agent name read from how a starting agent span looks, when it states none.
+
+    ``own``: the span is the run's key span (else a nested agent span under it)."""
+    guess = extract.agent_name_at_start(span)
+    if guess is None and not own and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+        guess = span.name  # OpenInference names a nested agent span after the agent
+    return str(guess) if guess else None
