@@ -12,6 +12,8 @@ COMPILED_MODULES = (
     "dispatch",
     "assemble",
     "finalise",
+    "events",
+    "sinks",
     "labels",
     "extract",
     "trajectory",

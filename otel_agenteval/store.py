@@ -1,6 +1,7 @@
 """The bounded state of the engine: open runs, runs keyed by trace, finished traces, conversations.
 
-Every method runs under the engine's lock and does bookkeeping only (no rules, no user code).
+Every method runs under :attr:`Store.lock`, the engine's one lock, and does bookkeeping only
+(no rules, no user code).
 Expiry goes by the engine's clock (:class:`ProcessClock`: the process's monotonic clock, or
 :class:`SpanClock` for recorded traces), never by the largest span time seen: one span dated a
 century ahead must not switch expiry off. Capacity eviction is roughly least-recently-seen
@@ -9,13 +10,14 @@ century ahead must not switch expiry off. Capacity eviction is roughly least-rec
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
 from .policy import Limits as PolicyLimits
-from .routing import Run
+from .routing import FINISH, Arrival, Run
 from .trajectory import Conversation, short_hash
 
 SWEEP_NS: Final = 1_000_000_000  # expiry is looked at once a second of the engine's clock
@@ -82,6 +84,13 @@ class Store:
         self.done_traces: OrderedDict[int, None] = OrderedDict()  # recently finished: later spans are late
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.next_sweep = 0
+        self.lock = threading.Lock()  # the engine's one lock: every method here runs under it
+        self.victims: list[Run] = []  # evicted runs, finalised by the engine once the lock is released
+
+    def evict(self, run: Run, reason: str, span_now: int) -> None:
+        """``run`` (already out of the store) is to be finalised early, as of ``span_now``."""
+        run.inbox.append(Arrival(FINISH, None, None, {}, span_now, reason=reason))
+        self.victims.append(run)
 
     def admit(self, run: Run, now: int) -> Run | None:
         """Keep ``run`` open; return the run evicted to make room (its finalisation is the caller's)."""
@@ -183,3 +192,5 @@ class Store:
         self.done_traces.clear()
         self.conversations.clear()
         self.next_sweep = 0
+        self.victims = []
+        self.lock = threading.Lock()  # the parent's may have been held at the fork

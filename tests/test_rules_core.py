@@ -11,7 +11,7 @@ from conftest import ISSUE_POLICY, SERVICE, WRITES_ONLY, Harness, hex_span, hex_
 from prometheus_client import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from otel_agenteval import engine
+from otel_agenteval import sinks
 from otel_agenteval.metrics import BUDGETS
 from otel_agenteval.rules import KNOWN_RULES
 
@@ -247,10 +247,10 @@ SECRET_CONV = "conv-PRIVATE-8842"
 
 
 def test_argument_values_never_in_violations_logs_or_metrics(make_processor: Any, monkeypatch: Any) -> None:
-    # the engine's own logger, captured directly: CLI commands run in-process elsewhere configure
+    # the sinks' logger, captured directly: CLI commands run in-process elsewhere configure
     # structlog globally (cached, filtered), so structlog.testing.capture_logs() is not reliable here
     captured = structlog.testing.CapturingLogger()
-    monkeypatch.setattr(engine, "log", captured)
+    monkeypatch.setattr(sinks, "log", captured)
     h = make_processor(WRITES_ONLY + "agents: {'*': {budget: {max_steps: 2}}}")
     first = h.agent("support", 0, conv=SECRET_CONV)
     h.tool(first, "issue_refund", {"card": SECRET, "amount": 10}, at=1, conv=SECRET_CONV,
