@@ -6,7 +6,7 @@ BIN     = $(VENV)/bin
 COMPILED = $(VENV)/.compiled
 SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py) setup.py
 
-.PHONY: demo test test-pure build bench dashboards clean
+.PHONY: demo test test-pure build bench dashboards lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: $(VENV)/.test $(COMPILED)
 
 test-pure: $(VENV)/.test
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
+
+# what tests/test_lint.py and tests/test_imports.py check, by hand
+lint: $(VENV)/.test
+	$(BIN)/ruff check otel_agenteval tests benchmarks dashboards
+	$(BIN)/mypy
+	$(BIN)/python .ci/import_graph.py
 
 bench: $(VENV)/.test $(COMPILED)
 	$(BIN)/python benchmarks/processor_overhead.py

@@ -23,6 +23,7 @@ COMPILED_MODULES = (
     "_semconv",
     "replay.feed",
     "replay.readers",
+    "replay.counts",
     "scoring.score",
     "scoring.match",
     "scoring.store",

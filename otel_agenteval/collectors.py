@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ._series import PlainCounter, PlainHistogram
-
-if TYPE_CHECKING:
-    from .metrics import Metrics
 
 
 class PlainCollector(Collector):
@@ -43,17 +40,18 @@ class PlainCollector(Collector):
 class SelfCollector(Collector):
     """The monitor's own health, read from the engine's plain counters at scrape time."""
 
-    def __init__(self, stats: Callable[[], dict[str, Any]], metrics: Metrics | None = None) -> None:
+    def __init__(self, stats: Callable[[], dict[str, Any]],
+                 tool_calls: Callable[[dict[Any, int]], Metric] | None = None) -> None:
         self._stats = stats
-        self._metrics = metrics
+        self._tool_calls = tool_calls  # Metrics.tool_calls: the engine's tool call counts as a family
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterable[Metric]:
         s = self._stats()
-        if self._metrics is not None:
-            yield self._metrics.tool_calls(s["tool_calls"])
+        if self._tool_calls is not None:
+            yield self._tool_calls(s["tool_calls"])
         spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
         for kind, n in sorted(s["spans"].items()):
             spans.add_metric((kind,), n)

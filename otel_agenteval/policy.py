@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-Severity = Literal["critical", "warning", "info"]
+from .rule_names import KNOWN_RULES, Severity
 
 
 class ConfigError(ValueError):
@@ -188,8 +188,6 @@ class Policy(_Model):
     @field_validator("severity", "rules")
     @classmethod
     def _names_known(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from .rules import KNOWN_RULES
-
         unknown = [r for r in value if r not in KNOWN_RULES]
         if unknown:
             raise ValueError(f"unknown rule {', '.join(map(repr, unknown))} (known: {', '.join(sorted(KNOWN_RULES))})")

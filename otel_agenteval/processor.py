@@ -66,7 +66,7 @@ class TrajectoryProcessor(SpanProcessor):
             clock=ProcessClock(clock),
         )
         self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
-        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
+        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics.tool_calls))
         self._shut = False
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
         # of its parent's, as the SDK's BatchSpanProcessor does for its queue

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .policy import Severity
+from .rule_names import Severity
 
 
 class Violation(BaseModel):

@@ -15,8 +15,8 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import SpanKind
 
+from .counts import ReadCounts, gc_paused
 from .decode import _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
-from .readers import ReadCounts, gc_paused
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 
 _KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}

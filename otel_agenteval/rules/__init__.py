@@ -1,122 +1,21 @@
-"""Rules: small plain callables ``rule(event, check) -> violations``.
+"""Rules: small plain callables ``rule(event, check) -> violations`` (see :mod:`.check`).
 
-``event`` is a :class:`~otel_agenteval.trajectory.ToolStep` (a tool span just ended), an
-:class:`~otel_agenteval.trajectory.LLMCall`, or :class:`Finish` (the trajectory is being
-finalised). ``check`` is a :class:`Check`: a read-only view of the trajectory, its
-conversation and the policy, plus :meth:`Check.violation` to build a finding. A rule returns
-an iterable of violations, or ``None`` when nothing is wrong. Rules run before the engine
-records the event, so the trajectory holds only what came *before* it.
+The built-in rules, one module per family; :data:`KNOWN_RULES` names every rule a violation can carry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Union
-
-from ..policy import Budget, Policy, Severity
-from ..trajectory import Conversation, LLMCall, ToolStep, Trajectory, short_hash
-from ..violation import Violation
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """The trajectory is ending: its root span ended, or it was evicted (``reason``)."""
-
-    end_ns: int
-    reason: str  # "root_end" | "ttl" | "capacity" | "shutdown"
-
-
-Event = Union[ToolStep, LLMCall, Finish]
-
-
-class Check:
-    """What a rule sees: the trajectory so far, its conversation, the policy."""
-
-    __slots__ = ("budget", "policy", "trajectory")
-
-    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
-        self.trajectory = trajectory
-        self.policy = policy
-        self.budget = budget
-
-    @property
-    def has_budget(self) -> bool:
-        """Whether the agent's budget sets any limit (read only by the budget rule, when a run crosses one)."""
-        return any(v is not None for v in self.budget.__dict__.values())
-
-    @property
-    def conversation(self) -> Conversation | None:
-        return self.trajectory.conversation
-
-    def violation(
-        self,
-        rule: str,
-        default_severity: Severity,
-        message: str,
-        step: ToolStep | LLMCall | None = None,
-        **details: Any,
-    ) -> Violation:
-        t = self.trajectory
-        tool = step.tool if isinstance(step, ToolStep) else None
-        if isinstance(step, ToolStep) and step.raw_arguments is not None:
-            details.setdefault("arguments_hash", short_hash(step.arguments_key))
-        return Violation(
-            rule=rule,
-            severity=self.policy.severity_of(rule, default_severity),
-            agent=t.agent_name,
-            tool=tool,
-            trace_id=t.trace_hex,
-            span_id=format(step.span_id, "016x") if step is not None else None,
-            conversation_id=t.conversation_id,
-            message=message,
-            details=details,
-            service_name=t.service_name,
-        )
-
-
-Rule = Callable[[Event, Check], Iterable[Violation] | None]
-
-ALL_EVENTS = (ToolStep, LLMCall, Finish)
-
-
-def applies_to(events: tuple[type, ...] = ALL_EVENTS,
-               tools: Callable[[Policy], frozenset[str] | None] | None = None,
-               over_budget: bool = False, repeated_call: bool = False) -> Callable[[Rule], Rule]:
-    """Optional: say which events (and, for tool steps, which tools) a rule looks at.
-
-    The engine then calls it only for those, so a rule costs nothing where it cannot fire.
-    ``tools(policy)`` returns the tool names, or ``None`` for every tool; an empty set means the
-    policy gives the rule nothing to check, and it is not called at all. A rule without this
-    declaration is called for every event.
-
-    ``over_budget=True``: call it only for an event at which the run's counts (steps, LLM calls,
-    tokens, cost, duration) go over the agent's budget, or for every call when the budget sets
-    ``max_repeats``. The engine makes that comparison inline, without building the event.
-
-    ``repeated_call=True`` (write tools only): call it only for a write whose normalised call
-    (tool and arguments) already ran in this run or its conversation, as recorded in
-    ``writes_ok``/``writes_failed``. The engine looks the call up inline.
-    """
-
-    def mark(rule: Rule) -> Rule:
-        rule.agenteval_events = events  # type: ignore[attr-defined]
-        rule.agenteval_tools = tools  # type: ignore[attr-defined]
-        rule.agenteval_over_budget = over_budget  # type: ignore[attr-defined]
-        rule.agenteval_repeated_call = repeated_call  # type: ignore[attr-defined]
-        return rule
-
-    return mark
+from ..rule_names import EMITTED_BY, KNOWN_RULES
+from .budgets import budget_breach
+from .check import ALL_EVENTS, Check, Event, Finish, Rule, applies_to
+from .confirmation import unauthorized_action, write_without_confirmation
+from .grounding import ungrounded_argument
+from .scope import conditional_forbidden, ordering_violation, scope_violation
+from .writes import duplicate_write
 
 
 def builtin_rules() -> dict[str, Rule]:
     """Every built-in rule, by the name used in ``policy.rules`` and metric labels."""
-    from .budgets import budget_breach
-    from .confirmation import unauthorized_action, write_without_confirmation
-    from .grounding import ungrounded_argument
-    from .scope import conditional_forbidden, ordering_violation, scope_violation
-    from .writes import duplicate_write
-
     return {
         "duplicate_write": duplicate_write,
         "budget_breach": budget_breach,
@@ -129,22 +28,4 @@ def builtin_rules() -> dict[str, Rule]:
     }
 
 
-# Every rule name a violation can carry, with its default severity (a rule function may emit
-# more than one name: duplicate_write also emits write_retried_after_error). Used to validate
-# policy names and to pre-initialise metric series.
-KNOWN_RULES: dict[str, Severity] = {
-    "duplicate_write": "critical",
-    "write_retried_after_error": "warning",
-    "budget_breach": "warning",
-    "write_without_confirmation": "critical",
-    "unauthorized_action": "critical",
-    "scope_violation": "critical",
-    "ordering_violation": "critical",
-    "conditional_forbidden": "critical",
-    "ungrounded_argument": "warning",
-}
-
-# Which rule function emits a name (to switch off `write_retried_after_error` alone, say).
-EMITTED_BY = {"write_retried_after_error": "duplicate_write"}
-
-__all__ = ["KNOWN_RULES", "Check", "Event", "Finish", "Rule", "applies_to", "builtin_rules"]
+__all__ = ["ALL_EVENTS", "EMITTED_BY", "KNOWN_RULES", "Check", "Event", "Finish", "Rule", "applies_to", "builtin_rules"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..trajectory import LLMCall, ToolStep
 from ..violation import Violation
-from . import ALL_EVENTS, Check, Event, Finish, applies_to
+from .check import ALL_EVENTS, Check, Event, Finish, applies_to
 
 
 def _breach(check: Check, out: list[Violation], fired: set[str], budget: str, used: float, limit: float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..confirmations import candidates, covers, message_confirmation, used_turns
 from ..trajectory import ToolStep
 from ..violation import Violation
-from . import Check, Event, applies_to
+from .check import Check, Event, applies_to
 
 
 def confirmed(step: ToolStep, check: Check) -> bool:

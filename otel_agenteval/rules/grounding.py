@@ -13,7 +13,7 @@ from ..content import messages_of, shows_value
 from ..extract import result_text
 from ..trajectory import ToolStep
 from ..violation import Violation
-from . import Check, Event, applies_to
+from .check import Check, Event, applies_to
 
 log = structlog.get_logger("otel_agenteval")
 _warned = False

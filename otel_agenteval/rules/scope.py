@@ -8,7 +8,7 @@ from ..confirmations import _compare
 from ..extract import result_text
 from ..trajectory import ToolStep
 from ..violation import Violation
-from . import Check, Event, applies_to
+from .check import Check, Event, applies_to
 
 _REGEX: dict[str, re.Pattern[str]] = {}
 

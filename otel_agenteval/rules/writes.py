@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..trajectory import ToolStep
 from ..violation import Violation
-from . import Check, Event, applies_to
+from .check import Check, Event, applies_to
 
 
 @applies_to((ToolStep,), lambda p: p.write_tools, repeated_call=True)
