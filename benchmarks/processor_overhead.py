@@ -155,6 +155,33 @@ def agent_run(tracer: trace.Tracer, run: int) -> None:
         agent.set_attribute("gen_ai.aggregated_usage.output_tokens", 210)
 
 
+# --- workload "tool-heavy": production's shape, a new conversation per run, mostly tool calls ----
+def tool_heavy_run(tracer: trace.Tracer, run: int) -> None:
+    """1 agent span, 2 chat spans, 11 tool spans (the 8 tools, then three more lookups); a new
+    conversation id per run, as in production, so every run binds a fresh conversation."""
+    common = {"gen_ai.agent.name": "support_agent", "gen_ai.conversation.id": f"conv-{run}-{run * 7919 % 10007}"}
+    agent_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.call.id": f"run-{run}", **common}
+    failing = 3 if run % ERROR_EVERY == 0 else -1
+    plan = [*TOOLS, TOOLS[0], TOOLS[2], TOOLS[6]]
+    with tracer.start_as_current_span("invoke_agent support_agent", attributes=agent_attrs):
+        for i, (tool, args, result) in enumerate(plan):
+            if i in (0, 6):
+                with tracer.start_as_current_span("chat gpt-4o", kind=SpanKind.CLIENT, attributes={
+                        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                        "gen_ai.usage.input_tokens": 1200 + 100 * i, "gen_ai.usage.output_tokens": 60, **common}):
+                    pass
+            attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                     "gen_ai.tool.call.id": f"call_{run}_{i}",
+                     "gen_ai.tool.call.arguments": args.replace("RUN", f"{run}-{i}").replace("CONV", str(run)), **common}
+            try:
+                with tracer.start_as_current_span(f"execute_tool {tool}", attributes=attrs) as span:
+                    if i == failing:
+                        raise ToolRetry("inventory service timed out")
+                    span.set_attribute("gen_ai.tool.call.result", result.replace("RUN", str(run)))
+            except ToolRetry:
+                pass
+
+
 # --- workload "pydantic-ai": the captured spans of a real run, replayed --------------------------
 SHAPE = Path(__file__).with_name("pydantic_ai_shape.json")
 
@@ -304,6 +331,9 @@ def make_workload(name: str) -> Workload:
     if name == "lean":
         return Workload("lean", "hand-written pydantic-ai-like spans, a handful of attributes each",
                         lambda runs: runs, agent_run)
+    if name == "tool-heavy":
+        return Workload("tool-heavy", "hand-written: 1 agent, 2 chat, 11 tool spans, a new conversation per run",
+                        lambda runs: runs, tool_heavy_run)
     shape = PydanticAIShape()
     return Workload("pydantic-ai", f"spans captured from pydantic-ai-slim {shape.source['pydantic_ai_slim']} "
                     f"({SHAPE.name}), replayed with every attribute and span call",
@@ -559,9 +589,9 @@ def print_table(s: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=("pydantic-ai", "lean"), default="pydantic-ai",
-                   help="the spans of a run: replayed from a real pydantic-ai capture (default), or the lean "
-                        "hand-written ones of earlier figures")
+    p.add_argument("--workload", choices=("pydantic-ai", "lean", "tool-heavy"), default="pydantic-ai",
+                   help="the spans of a run: replayed from a real pydantic-ai capture (default), the lean "
+                        "hand-written ones of earlier figures, or tool-heavy (a new conversation per run)")
     p.add_argument("--rounds", type=int, default=30, help="measured rounds per arm (default 30)")
     p.add_argument("--runs-per-round", type=int, default=200, help="agent runs per round (default 200, 14 spans each)")
     p.add_argument("--warmup", type=int, default=4, help="rounds run first and discarded (default 4)")

@@ -17,6 +17,7 @@ COMPILED_MODULES = (
     "labels",
     "extract",
     "trajectory",
+    "arguments",
     "metrics",
     "_series",
     "confirmations",

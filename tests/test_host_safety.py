@@ -286,7 +286,8 @@ import json
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 from otel_agenteval import Policy, TrajectoryProcessor
-from otel_agenteval.trajectory import ToolStep, parse_arguments, arguments_key, normalise_value
+from otel_agenteval.arguments import normalise_value
+from otel_agenteval.trajectory import ToolStep
 
 done = []
 proc = TrajectoryProcessor(Policy.from_yaml("tools: {create_claim: {write: true}}", "<t>"),
