@@ -180,6 +180,9 @@ class RunEvents:
         finish(t, reason, end_ns, run.check, self.dispatch, self.assembler, self.needs_content, out)
         if t.state_dropped:
             self.stats["state_dropped"] += t.state_dropped
+        # spans of the run still open keep routes to it until they end: it holds nothing big
+        run.traj = None
         run.check = None
         run.tool_row = None
+        run.attributes = {}
         return t
