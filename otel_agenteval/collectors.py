@@ -50,6 +50,14 @@ class SelfCollector(Collector):
         s = self._stats()
         if self._metrics is not None:
             yield self._metrics.tool_calls(s["tool_calls"])
+            overflow = CounterMetricFamily(
+                "agenteval_label_overflow",
+                "Metric updates whose agent_name or tool was counted as `other` because "
+                "limits.max_agent_labels / limits.max_tool_labels was reached, by label.",
+                labels=("label",))
+            overflow.add_metric(("agent_name",), self._metrics.agent_label.overflow)
+            overflow.add_metric(("tool",), self._metrics.tool_label.overflow)
+            yield overflow
         spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
         for kind, n in sorted(s["spans"].items()):
             spans.add_metric((kind,), n)
