@@ -205,7 +205,7 @@ class Metrics:
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
         """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded:
-        labels safe and capped, and only short names are remembered by their raw key)."""
+        labels safe and capped; only names that are their own label are remembered by that key)."""
         raw_service, raw_agent, outcome = okey
         service, agent = self.agent_label(raw_service, raw_agent)
         if (service, agent) not in self._agents:
@@ -217,8 +217,8 @@ class Metrics:
                        self.duration.series(lkey), self.cost.series(lkey), self.trajectories.cell(lkey),
                        self.with_tool_errors.cell(lkey), self.tokens.cell((service, agent, "input")),
                        self.tokens.cell((service, agent, "output")))
-        if len(self._rows) < ROW_CACHE and len(raw_service) + len(raw_agent) <= 2 * MAX_LABEL_LEN:
-            self._rows[okey] = row
+        if len(self._rows) < ROW_CACHE and service == raw_service and agent == raw_agent:
+            self._rows[okey] = row  # names that are their own label: a folded one comes back here, counted
         return row
 
 

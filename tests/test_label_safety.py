@@ -135,7 +135,10 @@ def test_ten_thousand_agent_names_give_a_bounded_scrape(make_processor: Any) -> 
                       if s.labels.get("agent_name") == "other")
     assert other_calls == 10_000 - 64
     m = h.processor.metrics
-    assert len(m._agents) <= 65 and len(m._rows) <= 4096
+    assert len(m._agents) <= 65 and len(m._rows) <= 4 * 65
+    for _ in range(3):  # each update of a folded agent is counted, not only its first
+        h.run("agent-9999", [("lookup", {})])
+    assert h.value("agenteval_label_overflow_total", label="agent_name") == 10_000 - 64 + 3
 
 
 def test_huge_agent_name_gives_a_small_scrape(make_processor: Any) -> None:
