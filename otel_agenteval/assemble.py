@@ -17,7 +17,6 @@ from .routing import Run
 from .trajectory import ToolStep, Trajectory
 
 MAX_TOOL_NAME: Final = 256  # longer tool names (they come from models) are cut, with a hash
-MAX_TOOL_ROWS: Final = 4096  # (service, agent) rows of tool call counts; past it: (service, "other")
 
 
 def keep_first(d: dict[Any, str], key: Any, value: str, cap: int) -> bool:
@@ -43,8 +42,11 @@ class Assembler:
         self.max_steps = policy.limits.max_steps_per_trajectory
         self.stats = stats
         self.tool_rows: dict[tuple[str, str], dict[str, list[int]]] = {}  # (service, agent) -> tool -> [ok, error]
-        self._tool_cells = 0
-        self._max_tool_cells = 4 * max_tool_labels * 16
+        # names come from spans: rows bounded like the agent labels, tools per row like the tool labels
+        # (past either: "other"); the metrics fold the rest into their own caps
+        self._max_rows = 4 * policy.limits.max_agent_labels
+        self._max_cells = max_tool_labels
+        self._known_tools = frozenset(policy.tools)  # the policy's tools always keep their own counts
         self._prices: dict[str | None, tuple[float, float]] = {}  # model -> USD per token (in, out)
 
     # --- tool steps ---------------------------------------------------------------------------
@@ -85,7 +87,7 @@ class Assembler:
         key = (t.service_name, t.agent_name)
         row = rows.get(key)
         if row is None:
-            if len(rows) >= MAX_TOOL_ROWS:  # agent names come from spans: bound the rows
+            if len(rows) >= self._max_rows:
                 key = (t.service_name, "other")
                 row = rows.get(key)
             if row is None:
@@ -93,14 +95,13 @@ class Assembler:
         return row
 
     def _tool_cell(self, row: dict[str, list[int]], tool: str) -> list[int]:
-        """A new tool's [ok, error] counts: bounded (tool names come from models), "other" past the cap."""
-        if self._tool_cells >= self._max_tool_cells:
+        """A new tool's [ok, error] counts in its row: bounded (tool names come from models), "other" past the cap."""
+        if len(row) >= self._max_cells and tool not in self._known_tools:
             tool = "other"
             cell = row.get(tool)
             if cell is not None:
                 return cell
         cell = row[tool] = [0, 0]
-        self._tool_cells += 1
         return cell
 
     def tool_counts(self) -> dict[tuple[str, str, str, bool], int]:
@@ -135,4 +136,3 @@ class Assembler:
     def clear(self) -> None:
         """Forget the live counts (a forked child starts from nothing of its parent's)."""
         self.tool_rows.clear()
-        self._tool_cells = 0

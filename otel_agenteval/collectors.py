@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -37,21 +37,45 @@ class PlainCollector(Collector):
         return families
 
 
+class _Overflow(Protocol):
+    @property
+    def overflow(self) -> int: ...
+
+
+class MetricsView(Protocol):
+    """What the self collector reads of ``metrics.Metrics`` (named here, not imported: no cycle)."""
+
+    @property
+    def agent_label(self) -> _Overflow: ...
+
+    @property
+    def tool_label(self) -> _Overflow: ...
+
+    def tool_calls(self, counts: dict[Any, int]) -> Metric: ...
+
+
 class SelfCollector(Collector):
     """The monitor's own health, read from the engine's plain counters at scrape time."""
 
-    def __init__(self, stats: Callable[[], dict[str, Any]],
-                 tool_calls: Callable[[dict[Any, int]], Metric] | None = None) -> None:
+    def __init__(self, stats: Callable[[], dict[str, Any]], metrics: MetricsView | None = None) -> None:
         self._stats = stats
-        self._tool_calls = tool_calls  # Metrics.tool_calls: the engine's tool call counts as a family
+        self._metrics = metrics
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterable[Metric]:
         s = self._stats()
-        if self._tool_calls is not None:
-            yield self._tool_calls(s["tool_calls"])
+        if self._metrics is not None:
+            yield self._metrics.tool_calls(s["tool_calls"])
+            overflow = CounterMetricFamily(
+                "agenteval_label_overflow",
+                "Metric updates whose agent_name or tool was counted as `other` because "
+                "limits.max_agent_labels / limits.max_tool_labels was reached, by label.",
+                labels=("label",))
+            overflow.add_metric(("agent_name",), self._metrics.agent_label.overflow)
+            overflow.add_metric(("tool",), self._metrics.tool_label.overflow)
+            yield overflow
         spans = CounterMetricFamily("agenteval_spans", "Spans seen at end, by kind.", labels=("kind",))
         for kind, n in sorted(s["spans"].items()):
             spans.add_metric((kind,), n)

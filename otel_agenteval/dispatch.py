@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Final
 
+from .errors import caught
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule
 from .trajectory import NO_LIMITS, Limits, LLMCall, ToolStep, Trajectory
@@ -146,7 +147,7 @@ class Dispatch:
                             found = [v for v in found if v.rule not in self.disabled]
                         out.extend(found)  # inside the guard: a rule may return something not iterable
                 except Exception:  # a broken rule must not break the host or the other rules
-                    self.errors["rule"] += 1
+                    caught(self.errors, "rule")
         finally:
             guard.active = False
 

@@ -23,6 +23,7 @@ from . import _semconv as sc
 from . import confirmations, extract
 from .assemble import Assembler
 from .dispatch import Dispatch, in_monitor, load_custom_rules
+from .errors import caught
 from .events import RunEvents
 from .extract import AGENT, ENDED_SPAN, FAST_SPANS, LLM, OP_KIND, STARTED_SPAN, TOOL, SpanView, as_dict
 from .policy import Policy
@@ -110,7 +111,7 @@ class Engine:
             if len(routes) > self._max_routes:
                 self._drop_route()
         except Exception:
-            self._stats["errors"]["on_start"] += 1
+            caught(self._stats["errors"], "on_start")
 
     def _service(self, span: Any) -> str:
         """``service.name`` of a span's resource, remembered for the last resource seen."""
@@ -182,7 +183,7 @@ class Engine:
             if now >= self._store.next_sweep or self._store.victims:
                 self._sweep(now)
         except Exception:
-            self._stats["errors"]["on_end"] += 1
+            caught(self._stats["errors"], "on_end")
 
     def _end_other(self, span: Any, kind: str | None, item: Any, attrs: dict[str, Any], run: Run | None,
                    end_ns: int, now: int) -> None:

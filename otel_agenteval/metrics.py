@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .collectors import PlainCollector
+from .labels import MAX_LABEL_LEN, safe_label
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
@@ -27,34 +28,77 @@ OUTCOMES = ("success", "failure", "unknown", "incomplete")
 BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration", "repeats")
 AGENT_LABELS = ("service_name", "agent_name")
 OTHER = "other"
-MAX_LABEL_LEN = 64
+DEFAULT_MAX_AGENT_LABELS = 64  # = Limits.max_agent_labels' default
+ROW_CACHE = 4096  # (service, agent, outcome) keys whose series are bound once
 
 
 class ToolLabels:
-    """Tool names for labels, capped: the policy's tools always, then the first N others."""
+    """Tool names for labels, made safe and capped: the policy's tools always, then the first N others."""
 
     def __init__(self, known: Iterable[str], cap: int) -> None:
-        self._allowed = {t[:MAX_LABEL_LEN] for t in known}
+        self._allowed = {safe_label(t) for t in known}
         self._cap = len(self._allowed) + cap
+        self.overflow = 0  # updates folded into "other" (agenteval_label_overflow_total{label="tool"})
 
-    def __call__(self, tool: str | None) -> str:
+    def __call__(self, tool: str | None, count: bool = True) -> str:
         if tool is None:
             return ""
-        label = tool[:MAX_LABEL_LEN]  # a long name keeps the label it was first given
+        label = safe_label(tool)  # a long name keeps a prefix and a hash of the whole
         if label in self._allowed:
             return label
         if len(self._allowed) < self._cap:
             self._allowed.add(label)
             return label
+        if count:
+            self.overflow += 1
         return OTHER
+
+
+class AgentLabels:
+    """(service_name, agent_name) for labels, made safe and capped.
+
+    The policy's agents always keep their name; other agents, the first ``cap`` pairs seen. Past
+    the cap the agent is ``other``, and a service past ``cap`` distinct services is ``other``
+    too, so every per-agent series and map is bounded by the cap whatever the spans say.
+    """
+
+    def __init__(self, known: Iterable[str], cap: int) -> None:
+        self._known = frozenset(safe_label(a) for a in known if a != "*")
+        self._cap = cap
+        self._pairs: set[tuple[str, str]] = set()
+        self._services: set[str] = set()
+        self._others = 0  # pairs taken by agents the policy does not name
+        self.overflow = 0  # updates folded into "other" (agenteval_label_overflow_total{label="agent_name"})
+
+    def __call__(self, service: str, agent: str, count: bool = True) -> tuple[str, str]:
+        pair = (safe_label(service), safe_label(agent))
+        if pair in self._pairs:
+            return pair
+        s, a = pair
+        if s not in self._services:
+            if len(self._services) < self._cap:
+                self._services.add(s)
+            else:
+                s = OTHER
+        if a not in self._known:
+            if self._others < self._cap:
+                self._others += 1
+            else:
+                a = OTHER
+        if (s, a) != pair and count:
+            self.overflow += 1
+        self._pairs.add((s, a))
+        return s, a
 
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
-                 rules: Mapping[str, str] | None = None, writes: frozenset[str] = frozenset()) -> None:
+                 rules: Mapping[str, str] | None = None, writes: frozenset[str] = frozenset(), *,
+                 known_agents: Iterable[str] = (), max_agent_labels: int = DEFAULT_MAX_AGENT_LABELS) -> None:
         r = REGISTRY if registry is None else registry
         self.registry = r
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
+        self.agent_label = AgentLabels(known_agents, max_agent_labels)
         self._rules = dict(KNOWN_RULES) if rules is None else rules
         self._writes = writes  # repeated writes are duplicate_write's business, not redundant calls
         self._lock = threading.Lock()
@@ -91,7 +135,7 @@ class Metrics:
 
     # --- per-agent children, bound once ---------------------------------------------------------
     def _agent(self, service: str, agent: str) -> None:
-        """Series known in advance for an agent, exported at 0 from its first sight."""
+        """Series known in advance for an agent (safe, capped labels), exported at 0 from its first sight."""
         key = (service, agent)
         if key in self._agents:
             return
@@ -115,18 +159,21 @@ class Metrics:
                                      labels=(*AGENT_LABELS, "tool", "status"))
         summed: dict[tuple[str, str, str, str], int] = {}
         for (service, agent, tool, ok), n in list(counts.items()):
-            key = (service, agent, self.tool_label(tool), "ok" if ok else "error")
+            s, a = self.agent_label(service, agent, count=False)  # scrape time: counted where they were made
+            key = (s, a, self.tool_label(tool, count=False), "ok" if ok else "error")
             summed[key] = summed.get(key, 0) + n
         for labels, n in sorted(summed.items()):
             family.add_metric(labels, n)
         return family
 
     def violation(self, v: Violation) -> None:
-        self._agent(v.service_name, v.agent)
-        self.violations.labels(v.service_name, v.agent, v.rule, self.tool_label(v.tool), v.severity).inc(
-            exemplar={"trace_id": v.trace_id})
+        service, agent = self.agent_label(v.service_name, v.agent)
+        self._agent(service, agent)
+        trace = v.trace_id
+        self.violations.labels(service, agent, safe_label(v.rule), self.tool_label(v.tool), safe_label(v.severity)).inc(
+            exemplar={"trace_id": trace} if len(trace) <= MAX_LABEL_LEN and trace.isascii() else None)
         if v.rule == "budget_breach":
-            self.budget_breaches.labels(v.service_name, v.agent, str(v.details.get("budget", "unknown"))).inc()
+            self.budget_breaches.labels(service, agent, safe_label(v.details.get("budget", "unknown"))).inc()
 
     def after_fork(self) -> None:
         """In a forked child: a fresh lock (the parent's may have been held at the fork)."""
@@ -158,33 +205,39 @@ class Metrics:
             if t.tool_errors:
                 row.with_tool_errors.value += 1
             for tool in redundant:
-                self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
+                self.redundant.inc((row.service, row.agent, self.tool_label(tool)))
         finally:
             lock.release()
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
-        """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded)."""
-        service, agent, _ = okey
+        """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded:
+        labels safe and capped; only names that are their own label are remembered by that key)."""
+        raw_service, raw_agent, outcome = okey
+        service, agent = self.agent_label(raw_service, raw_agent)
         if (service, agent) not in self._agents:
             self._agent(service, agent)
         key = (service, agent)
+        lkey = (service, agent, safe_label(outcome))
         with self._lock:
-            row = _Row(self.steps.series(key), self.llm_calls.series(key), self.duration.series(okey),
-                       self.cost.series(okey), self.trajectories.cell(okey), self.with_tool_errors.cell(okey),
-                       self.tokens.cell((service, agent, "input")), self.tokens.cell((service, agent, "output")))
-        if len(self._rows) < 4096:
-            self._rows[okey] = row
+            row = _Row(service, agent, self.steps.series(key), self.llm_calls.series(key),
+                       self.duration.series(lkey), self.cost.series(lkey), self.trajectories.cell(lkey),
+                       self.with_tool_errors.cell(lkey), self.tokens.cell((service, agent, "input")),
+                       self.tokens.cell((service, agent, "output")))
+        if len(self._rows) < ROW_CACHE and service == raw_service and agent == raw_agent:
+            self._rows[okey] = row  # names that are their own label: a folded one comes back here, counted
         return row
 
 
 class _Row:
     """What one (service, agent, outcome) writes to: its histogram series and counter cells."""
 
-    __slots__ = ("cost", "duration", "input_tokens", "llm_calls", "output_tokens", "steps", "trajectories",
-                 "with_tool_errors")
+    __slots__ = ("agent", "cost", "duration", "input_tokens", "llm_calls", "output_tokens", "service", "steps",
+                 "trajectories", "with_tool_errors")
 
-    def __init__(self, steps: Series, llm_calls: Series, duration: Series, cost: Series, trajectories: Cell,
-                 with_tool_errors: Cell, input_tokens: Cell, output_tokens: Cell) -> None:
+    def __init__(self, service: str, agent: str, steps: Series, llm_calls: Series, duration: Series, cost: Series,
+                 trajectories: Cell, with_tool_errors: Cell, input_tokens: Cell, output_tokens: Cell) -> None:
+        self.service = service  # the labels (safe, capped) the row writes under
+        self.agent = agent
         self.steps = steps
         self.llm_calls = llm_calls
         self.duration = duration

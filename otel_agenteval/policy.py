@@ -161,6 +161,7 @@ class Limits(_Model):
     conversation_ttl_s: float = Field(default=3600.0, gt=0)
     max_open_spans: int = Field(default=200_000, gt=0)
     max_tool_labels: int = Field(default=64, gt=0)
+    max_agent_labels: int = Field(default=64, gt=0)  # agent_name label values, then "other"
     late_memory: int = Field(default=10_000, gt=0)
 
 

@@ -47,7 +47,8 @@ class TrajectoryProcessor(SpanProcessor):
         self.policy = policy if policy is not None else Policy()
         rule_names = {r: s for r, s in KNOWN_RULES.items() if self.policy.rule_enabled(r)}
         self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names,
-                               self.policy.write_tools)
+                               self.policy.write_tools, known_agents=self.policy.agents,
+                               max_agent_labels=self.policy.limits.max_agent_labels)
         user_done = tuple(on_trajectory)
 
         def finished(t: Trajectory) -> None:
@@ -66,7 +67,7 @@ class TrajectoryProcessor(SpanProcessor):
             clock=ProcessClock(clock),
         )
         self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
-        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics.tool_calls))
+        self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
         # of its parent's, as the SDK's BatchSpanProcessor does for its queue

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 import structlog
 
 from .dispatch import guard
+from .errors import caught
+from .labels import safe_label
 from .trajectory import Trajectory, short_hash
 from .violation import Violation
 
@@ -39,22 +41,26 @@ class Sinks:
                     try:
                         cb(v)
                     except Exception:
-                        self._errors["callback"] += 1
+                        caught(self._errors, "callback")
             if finished is not None:
                 for done in self._on_finish:
                     try:
                         done(finished)
                     except Exception:
-                        self._errors["finish"] += 1
+                        caught(self._errors, "finish")
         finally:
             guard.active = False
 
     def _log(self, v: Violation) -> None:
         try:
-            fields = {"rule": v.rule, "severity": v.severity, "agent": v.agent, "tool": v.tool,
-                      "trace_id": v.trace_id, "span_id": v.span_id, "service_name": v.service_name,
+            # names come from spans: made printable and bounded, so a log line cannot be forged
+            details = {k: safe_label(x, 256) if isinstance(x, str) else x for k, x in v.details.items()}
+            fields = {"rule": v.rule, "severity": v.severity, "agent": safe_label(v.agent, 256),
+                      "tool": safe_label(v.tool, 256) if v.tool is not None else None,
+                      "trace_id": v.trace_id, "span_id": v.span_id,
+                      "service_name": safe_label(v.service_name, 256) if v.service_name is not None else None,
                       "conversation": short_hash(v.conversation_id) if v.conversation_id else None,
-                      **v.details}
-            log.warning(f"agenteval.violation: {v.message}", **fields)
+                      **details}
+            log.warning(f"agenteval.violation: {safe_label(v.message, 2048)}", **fields)
         except Exception:
-            self._errors["callback"] += 1
+            caught(self._errors, "callback")
