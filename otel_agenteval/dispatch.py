@@ -10,10 +10,10 @@ is not checked again: :data:`guard` marks that thread.
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Iterable
 from typing import Any, Final
 
+from ._threadstate import guard
 from .errors import caught
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule
@@ -24,14 +24,9 @@ _INF: Final = float("inf")
 MAX_PLANS: Final = 4096  # tool names come from models: plans kept for this many
 
 
-# per thread: ``active`` while it runs the monitor's own code (rules, sinks); read with a default,
-# since other threads start without the attribute (a threading.local subclass cannot be compiled)
-guard: Final = threading.local()
-
-
 def in_monitor() -> bool:
     """Whether this thread is inside a rule or sink of the engine right now."""
-    return getattr(guard, "active", False) is True
+    return guard.active is True
 
 
 def limits_of(budget: Budget) -> Limits:

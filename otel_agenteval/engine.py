@@ -218,7 +218,16 @@ class Engine:
 
     # --- a run's events, one thread at a time ---------------------------------------------------
     def _submit(self, run: Run, arrival: Arrival, now: int) -> None:
-        """Queue ``arrival`` on its run and apply the run's inbox, unless another thread is at it."""
+        """Apply ``arrival`` to its run, or queue it for the thread applying that run's events."""
+        busy = run.busy
+        if not run.inbox and busy.acquire(False):  # the usual case: nobody else at this run
+            try:
+                self._events.apply(run, arrival, now)
+            finally:
+                busy.release()
+            if run.inbox:  # queued meanwhile by other threads
+                self._drain(run, now)
+            return
         run.inbox.append(arrival)
         self._drain(run, now)
 

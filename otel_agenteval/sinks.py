@@ -1,7 +1,7 @@
 """Where findings go: logs, ``on_violation`` callbacks (metrics first), ``on_finish`` callbacks.
 
 Run with no lock held, on the thread that applied the event. A span that a sink makes (an
-instrumented client in a callback) is the sink's, not the agent's: :data:`.dispatch.guard`
+instrumented client in a callback) is the sink's, not the agent's: :data:`._threadstate.guard`
 marks the thread while they run, and the engine drops such spans, counted.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from .dispatch import guard
+from ._threadstate import guard
 from .errors import caught
 from .labels import safe_label
 from .trajectory import Trajectory, short_hash
