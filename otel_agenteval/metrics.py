@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 
 from ._mutex import Mutex
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
+from .blindspots import UncheckedCalls, checked_tools
 from .collectors import PlainCollector
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
@@ -84,6 +85,8 @@ class Metrics:
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
                                        (*AGENT_LABELS, "budget"), registry=r)
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
+        # calls and runs the checks cannot see into (no arguments, no token counts): blindspots.py
+        self.unchecked = UncheckedCalls(r, checked_tools(known_tools), self.tool_label)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
@@ -155,6 +158,7 @@ class Metrics:
                 self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
         finally:
             lock.release()
+        self.unchecked.finished(t)
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
         """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded)."""

@@ -13,6 +13,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry
 
+from .blindspots import checked_tools
 from .collectors import SelfCollector
 from .engine import Engine
 from .metrics import Metrics
@@ -43,6 +44,7 @@ class TrajectoryProcessor(SpanProcessor):
         rule_names = {r: s for r, s in KNOWN_RULES.items() if self.policy.rule_enabled(r)}
         self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names,
                                self.policy.write_tools)
+        self.metrics.unchecked.checked = checked_tools(self.policy.tools, self.policy.outcome.success_when)
         user_done = tuple(on_trajectory)
 
         def finished(t: Trajectory) -> None:
