@@ -23,7 +23,7 @@ from .trajectory import Trajectory
 NO_ARGUMENTS = "no_arguments"
 NO_TOKEN_USAGE = "no_token_usage"
 LABELS = ("service_name", "agent_name", "tool", "reason")
-_MAX_LOGGED = 1024  # (service, tool) pairs remembered for log-once: bounded, like every cache here
+_MAX_KEYS = 4096  # (service, tool) pairs logged and (service, agent) pairs touched: bounded, like every cache
 
 log = structlog.get_logger("otel_agenteval")
 
@@ -69,6 +69,7 @@ class UncheckedCalls:
         self.checked = checked
         self._tool_label = tool_label
         self._logged: set[tuple[str, str]] = set()
+        self._agents: set[tuple[str, str]] = set()
         self.counter = Counter("agenteval_unchecked_calls",
                                "Tool calls and runs the checks could not see into, by reason "
                                "(no_arguments: a checked tool's span has no arguments; no_token_usage: "
@@ -78,6 +79,8 @@ class UncheckedCalls:
     def finished(self, t: Trajectory) -> None:
         checked = self.checked
         service, agent = t.service_name, t.agent_name
+        if (service, agent) not in self._agents and len(self._agents) < _MAX_KEYS:
+            self._touch(service, agent)
         if checked:
             for step in t.steps:
                 if step.tool in checked and step.raw_arguments is None:
@@ -87,9 +90,16 @@ class UncheckedCalls:
             self.counter.labels(service, agent, "", NO_TOKEN_USAGE).inc()
             self._say_once(service, "", agent, None)
 
+    def _touch(self, service: str, agent: str) -> None:
+        """The agent's series, exported at 0 from its first run (so ``increase()`` sees the first call)."""
+        self._agents.add((service, agent))
+        for tool in self.checked:
+            self.counter.labels(service, agent, self._tool_label(tool), NO_ARGUMENTS)
+        self.counter.labels(service, agent, "", NO_TOKEN_USAGE)
+
     def _say_once(self, service: str, tool: str, agent: str, attributes: Mapping[str, Any] | None) -> None:
         key = (service, tool)
-        if key in self._logged or len(self._logged) >= _MAX_LOGGED:
+        if key in self._logged or len(self._logged) >= _MAX_KEYS:
             return
         self._logged.add(key)
         if tool:
