@@ -96,8 +96,14 @@ def expected(*, arguments: bool = True, llm_calls: int = N_LLM, tokens: tuple[in
 
 @dataclass
 class Run:
-    """A real ``TracerProvider`` with an in-memory exporter and a ``TrajectoryProcessor`` behind it."""
+    """A real ``TracerProvider`` with an in-memory exporter and a ``TrajectoryProcessor`` behind it.
 
+    ``set_global=True`` makes it the global provider, for frameworks that take that one (Strands,
+    Google ADK, Agent Framework): once per process, so each such run is a process of its own
+    (:func:`drive`).
+    """
+
+    set_global: bool = False
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     exporter: InMemorySpanExporter = field(default_factory=InMemorySpanExporter)
     trajectories: list[Trajectory] = field(default_factory=list)
@@ -109,6 +115,10 @@ class Run:
         self.provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.provider.add_span_processor(self.processor)
+        if self.set_global:
+            from opentelemetry import trace
+
+            trace.set_tracer_provider(self.provider)
 
     def finish(self, out: Path) -> list[ReadableSpan]:
         """Shut the provider down and write the finished spans as ``span.to_json()`` (a JSON list)."""
@@ -116,6 +126,18 @@ class Run:
         spans = list(self.exporter.get_finished_spans())
         out.write_text(json.dumps([json.loads(s.to_json()) for s in spans], indent=1))
         return spans
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON gives it back (tuples as lists): figures compared across processes."""
+    return json.loads(json.dumps(value))
+
+
+def drive(run: Run, scenario: Callable[[], Any], out_dir: Path) -> None:
+    """A driver's body: run the scenario, then write ``spans.json`` and ``live.json`` to ``out_dir``."""
+    scenario()
+    run.finish(out_dir / "spans.json")
+    (out_dir / "live.json").write_text(json.dumps(live(run), indent=1))
 
 
 def _samples(registry: CollectorRegistry, name: str) -> Iterator[tuple[dict[str, str], float]]:

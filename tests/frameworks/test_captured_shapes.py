@@ -2,7 +2,8 @@
 
 ``spans/`` holds what each framework emitted for the scenario of :mod:`scenario` (captured by the
 end-to-end tests' drivers with the framework versions in the file names; regenerate with
-``OTEL_AGENTEVAL_CAPTURE_DIR=tests/frameworks/spans bash .ci/frameworks.sh``). They run here in the main
+``OTEL_AGENTEVAL_CAPTURE_DIR=$PWD/tests/frameworks/spans bash .ci/frameworks.sh``; the google-adk 1.39.1 file
+came from the same scenario run by hand in a google-adk 1.x environment). They run here in the main
 environment, compiled and plain, whichever frameworks are installed: the "live" side plays them
 as SDK ``ReadableSpan`` objects through a real ``TrajectoryProcessor`` (``on_start`` then
 ``on_end`` in time order), the replay side through ``replay``.
@@ -32,7 +33,7 @@ CASES: dict[str, dict[str, Any]] = {
     "google-adk-1.39.1_default.json": {},
     # openinference-instrumentation-google-adk 1.0.5 suppresses ADK 2.13's generate_content spans
     # and its own call_llm wrapper is not reached: no model calls are seen
-    "google-adk-2.13.0_openinference-1.0.5.json": {"llm_calls": 0, "tokens": (0, 0)},
+    "google-adk-2.13.0_openinference.json": {"llm_calls": 0, "tokens": (0, 0)},
     # OpenInference's CrewAI wrappers make no LLM span (that is the model library's instrumentor's job)
     "crewai-1.15.30_openinference-1.1.21_wrappers.json": {"llm_calls": 0, "tokens": (0, 0)},
     "crewai-1.15.30_openinference-1.1.21_events.json": {},
