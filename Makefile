@@ -6,7 +6,7 @@ BIN     = $(VENV)/bin
 COMPILED = $(VENV)/.compiled
 SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py) setup.py
 
-.PHONY: demo test test-pure build bench dashboards lint clean
+.PHONY: demo test test-pure test-frameworks build bench dashboards lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,7 @@ test: $(VENV)/.test $(COMPILED)
 	bash .ci/install-tools.sh
 	OTEL_AGENTEVAL_EXPECT_BUILD="compiled (mypyc)" $(BIN)/python -m pytest $(PYTEST_ARGS)
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
+	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
 
 test-pure: $(VENV)/.test
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
@@ -43,6 +44,10 @@ lint: $(VENV)/.test
 	$(BIN)/ruff check otel_agenteval tests benchmarks dashboards
 	$(BIN)/mypy
 	$(BIN)/python .ci/import_graph.py
+
+# frameworks with conflicting pins, each in its own environment under $(VENV)/frameworks
+test-frameworks: $(VENV)/.test
+	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
 
 bench: $(VENV)/.test $(COMPILED)
 	$(BIN)/python benchmarks/processor_overhead.py

@@ -8,6 +8,7 @@ Everything else (metadata, package data) is in pyproject.toml.
 
 from __future__ import annotations
 
+import glob
 import os
 import runpy
 import sys
@@ -22,6 +23,9 @@ MYPY_FLAGS = ["--ignore-missing-imports", "--no-site-packages", "--follow-import
               "--python-version=3.10"]
 
 
+SUFFIX_GLOB = ".pyd" if sys.platform == "win32" else ".so"  # compiled extension modules (stale_extensions)
+
+
 def log(message: str) -> None:
     print(f"otel-agenteval build: {message}", file=sys.stderr)
 
@@ -31,20 +35,43 @@ def compiled_paths() -> list[str]:
     return [os.path.join("otel_agenteval", *name.split(".")) + ".py" for name in modules]
 
 
+def stale_extensions() -> list[str]:
+    """Compiled modules left in the tree by an earlier in-place build (``build_ext --inplace``).
+
+    Python imports ``extract.cpython-311-x86_64-linux-gnu.so`` before ``extract.py``, so a plain
+    Python build over such a tree (an editable install, above all) would load the old compiled
+    module, which then fails to find its group module ``otel_agenteval__mypyc``.
+    """
+    found = glob.glob("otel_agenteval__mypyc*" + SUFFIX_GLOB)
+    for path in compiled_paths():
+        found.extend(glob.glob(path[: -len(".py")] + ".*" + SUFFIX_GLOB))
+        found.extend(glob.glob(path[: -len(".py")] + SUFFIX_GLOB))
+    return sorted(set(found))
+
+
+def plain_python(reason: str) -> list:
+    """The plain Python build: say why, and remove a previous compiled build's modules from the tree."""
+    log(f"{reason}: plain Python build")
+    for path in stale_extensions():
+        try:
+            os.remove(path)
+            log(f"removed {path} (left by a compiled build; it would shadow the .py source)")
+        except OSError as exc:
+            log(f"could not remove {path} ({exc.strerror}): delete it, or the stale compiled module loads")
+    return []
+
+
 def compiled_extensions() -> list:
     if os.environ.get("OTEL_AGENTEVAL_PURE_PYTHON", "") not in ("", "0"):
-        log("OTEL_AGENTEVAL_PURE_PYTHON is set: plain Python build")
-        return []
+        return plain_python("OTEL_AGENTEVAL_PURE_PYTHON is set")
     try:
         from mypyc.build import mypycify
     except ImportError:
-        log("mypyc is not installed: plain Python build")
-        return []
+        return plain_python("mypyc is not installed")
     try:
         return mypycify([*MYPY_FLAGS, *compiled_paths()], opt_level="3", group_name="otel_agenteval")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - mypyc reports type errors by exiting
-        log(f"mypyc could not compile ({exc!r}): plain Python build")
-        return []
+        return plain_python(f"mypyc could not compile ({exc!r})")
 
 
 class OptionalBuildExt(build_ext):
@@ -54,8 +81,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # noqa: BLE001 - any compiler failure: fall back, and say so
-            log(f"compiling failed ({exc}): plain Python build")
-            self.extensions = []
+            self.extensions = plain_python(f"compiling failed ({exc})")
 
 
 setup(ext_modules=compiled_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -231,7 +231,13 @@ def overview() -> dash.Dashboard:
                          dm.DynamicConfigValue(id_val="custom.axisPlacement", value="right")]))
          .with_panel(ts("Redundant calls/s", "Non-write tool calls repeating an identical call in the same run.",
                         "short", q(f"sum by (tool, agent_name) (rate(agenteval_redundant_calls_total{_sel()}[{RI}]))",
-                                   "{{tool}} · {{agent_name}}"), w=12)))
+                                   "{{tool}} · {{agent_name}}"), w=12))
+         .with_panel(ts("Unchecked calls/s",
+                        "Calls the checks could not see into: no_arguments (a checked tool's spans carry no "
+                        "arguments: turn on the framework's content capture, see the processor's log) and "
+                        "no_token_usage (model calls without token counts).", "short",
+                        q(f"sum by (reason, tool, agent_name) (rate(agenteval_unchecked_calls_total{_sel()}[{RI}]))",
+                          "{{reason}} {{tool}} · {{agent_name}}"), w=12)))
 
     # --- the monitor itself ------------------------------------------------------------------------------
     d = (d.with_row(dash.Row("Monitor health"))

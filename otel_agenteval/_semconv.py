@@ -2,7 +2,8 @@
 
 Two families: OTel GenAI semantic conventions (``gen_ai.*``) and OpenInference
 (``openinference.span.kind``, ``tool.*``, ``llm.*``, ``input.value``), plus the few
-framework-specific names (pydantic-ai, Strands, LangChain) that carry the same facts.
+framework-specific names (pydantic-ai, Strands, LangChain, Google ADK, CrewAI, smolagents) that
+carry the same facts.
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ LEGACY_TOOL_ARGUMENTS: Final = "tool_arguments"
 LEGACY_TOOL_RESPONSE: Final = "tool_response"
 LEGACY_AGENT_NAME: Final = "agent_name"
 
+# Google ADK's own names (1.x; 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): JSON object strings.
+# ADK 1.x marks a tool that raised only here: ``{"error": "RuntimeError: ..."}``, status UNSET.
+ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+ADK_EVENT_ID: Final = "gcp.vertex.agent.event_id"  # on every ADK span: tells ADK apart
+ADK_ERROR_PREFIX: Final = '{"error":'
+AF_INVOCATION_DURATION: Final = "agent_framework.function.invocation.duration"  # Microsoft Agent Framework
+
 # --- OpenInference ------------------------------------------------------------------------
 OI_SPAN_KIND: Final = "openinference.span.kind"
 OI_TOOL: Final = "TOOL"
@@ -73,6 +82,17 @@ OI_PROMPT_TOKENS: Final = "llm.token_count.prompt"
 OI_COMPLETION_TOKENS: Final = "llm.token_count.completion"
 OI_SESSION_ID: Final = "session.id"
 OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
+OI_GRAPH_NODE_ID: Final = "graph.node.id"  # CrewAI: the agent's role, on its AGENT span
+OI_HIDE_INPUTS: Final = "OPENINFERENCE_HIDE_INPUTS"  # the instrumentors' setting that drops input.value
+CREWAI_TOOL_AGENT_ROLE: Final = "tool.agent_role"  # CrewAI (event listener): the agent, on each tool span
+# Suffixes of OpenInference AGENT span names that follow the agent's name: smolagents names its
+# root ``<agent>.run``; CrewAI's wrappers ``<role>._execute_core`` (no agent attribute at start).
+OI_AGENT_NAME_SUFFIXES: Final = (".run", "._execute_core")
+# smolagents closes every run with its own ``final_answer`` tool: the answer, not a step.
+SMOLAGENTS_FINAL_ANSWER_SPAN: Final = "FinalAnswerTool"
+# smolagents records a tool's input as the call's bound arguments around the model's arguments.
+SMOLAGENTS_CALL_PREFIX: Final = '{"args":'
+SMOLAGENTS_CALL_KEYS: Final = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
 
 # --- Resource ------------------------------------------------------------------------------
 SERVICE_NAME: Final = "service.name"

@@ -112,6 +112,8 @@ def classify(span: Any, attrs: dict[str, Any] | None = None) -> Kind | None:
     if oi is not None:
         if oi == sc.OI_AGENT and _is_oi_grouping(attrs):
             return None
+        if oi == sc.OI_TOOL and span.name == sc.SMOLAGENTS_FINAL_ANSWER_SPAN:
+            return None  # smolagents' closing final_answer call: the run's answer, not a tool step
         return _OI_KIND.get(oi)
     name = span.name
     if name == sc.AE_CONFIRMATION_SPAN:
@@ -144,10 +146,15 @@ def agent_name_at_start(span: Any) -> str | None:
     if name:
         return str(name)
     guess = _name_from_span_name(span.name)
-    if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and not is_local_root(span):
-        # OpenInference (OpenAI Agents) sets agent.name only at end, but names a nested agent span
-        # after its agent; without this guess, tool calls ending before it would count as "unknown".
-        return span.name or None
+    if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+        node = attrs.get(sc.OI_GRAPH_NODE_ID)  # CrewAI (event listener) has it at start
+        if node:
+            return str(node)
+        guess = _oi_agent_from_span_name(span.name)
+        if guess is None and not is_local_root(span):
+            # OpenInference (OpenAI Agents) sets agent.name only at end, but names a nested agent span
+            # after its agent; without this guess, tool calls ending before it would count as "unknown".
+            return span.name or None
     return guess
 
 
@@ -172,6 +179,15 @@ def _name_from_span_name(name: str) -> str | None:
     return None
 
 
+def _oi_agent_from_span_name(name: str) -> str | None:
+    """The agent in an OpenInference AGENT span name that ends in a method (``support_agent.run``,
+    smolagents; ``support_agent._execute_core``, CrewAI's wrappers)."""
+    for suffix in sc.OI_AGENT_NAME_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)].strip() or None
+    return None
+
+
 def error_type(span: Any) -> str | None:
     return _error_type(attributes_of(span), span.events)
 
@@ -185,7 +201,49 @@ def _error_type(attrs: dict[str, Any], events: Any) -> str:
             t = (ev.attributes or {}).get("exception.type")
             if t:
                 return str(t).rsplit(".", 1)[-1]
+    adk = _adk_error(attrs.get(sc.ADK_TOOL_RESPONSE))
+    if adk:  # "RuntimeError: policy service unavailable" -> RuntimeError
+        head = adk.split(":", 1)[0].strip()
+        if head.isidentifier():
+            return head.rsplit(".", 1)[-1]
     return "error"
+
+
+def _adk_error(response: Any) -> str | None:
+    """The error of a Google ADK tool response ``{"error": "..."}`` (how ADK 1.x records a tool
+    that raised, and what an ``on_tool_error_callback`` returns), else None."""
+    if type(response) is not str or not response.startswith(sc.ADK_ERROR_PREFIX):
+        return None
+    try:
+        value = json.loads(response)
+    except ValueError:
+        return None
+    if type(value) is dict and len(value) == 1:
+        error = value.get("error")
+        if error:
+            return str(error)
+    return None
+
+
+def _unwrap_call(raw: Any) -> Any:
+    """smolagents' tool input ``{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}``
+    -> the model's arguments (``kwargs``); anything else as it is."""
+    if type(raw) is not str or not raw.startswith(sc.SMOLAGENTS_CALL_PREFIX):
+        return raw
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    if type(value) is not dict or not value.keys() <= sc.SMOLAGENTS_CALL_KEYS:
+        return raw
+    args, kwargs = value.get("args") or [], value.get("kwargs")
+    if type(kwargs) is not dict or type(args) is not list:
+        return raw
+    if not args:
+        return kwargs
+    if len(args) == 1 and type(args[0]) is dict and not kwargs:
+        return args[0]  # the arguments passed as one dict
+    return {"args": args, **kwargs}
 
 
 def conversation(attrs: dict[str, Any]) -> str | None:
@@ -240,6 +298,9 @@ class SpanToolStep(ToolStep):
         args = a.get(sc.TOOL_CALL_ARGUMENTS)
         if args is None:
             args = a.get(sc.OI_INPUT_VALUE)
+            if args is not None:
+                return _unwrap_call(args)
+            args = a.get(sc.ADK_TOOL_CALL_ARGS)
             if args is None:
                 args = a.get(sc.LEGACY_TOOL_ARGUMENTS)
                 if args is None and self._events:  # Strands default mode: content only in events
@@ -252,6 +313,8 @@ class SpanToolStep(ToolStep):
         result = a.get(sc.TOOL_CALL_RESULT)
         if result is None:
             result = a.get(sc.OI_OUTPUT_VALUE)
+            if result is None:
+                result = a.get(sc.ADK_TOOL_RESPONSE)
             if result is None:
                 result = a.get(sc.LEGACY_TOOL_RESPONSE)
                 if result is None and self._events:
@@ -269,8 +332,13 @@ class SpanToolStep(ToolStep):
 
     @property
     def agent_name(self) -> str | None:
-        name = self._attrs.get(sc.AGENT_NAME)
+        name = self._attrs.get(sc.AGENT_NAME) or self._attrs.get(sc.CREWAI_TOOL_AGENT_ROLE)
         return str(name) if name else None
+
+    @property
+    def span_attributes(self) -> dict[str, Any]:
+        """The tool span's attributes, to read (what tells the framework apart, say)."""
+        return self._attrs
 
     @property
     def approved(self) -> bool:
@@ -304,7 +372,10 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     if status is not UNSET_STATUS and status._status_code is _ERROR:
         return False
     flag = attrs.get(sc.TOOL_STATUS)
-    return flag is None or flag != "error"
+    if flag is not None:
+        return flag != "error"
+    response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
+    return response is None or _adk_error(response) is None
 
 
 def _int(value: Any) -> int:
@@ -353,6 +424,8 @@ def agent_span(span: Any, attrs: dict[str, Any] | None = None) -> AgentSpan:
     if attrs is None:
         attrs = attributes_of(span)
     name: Any = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    if not name and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+        name = attrs.get(sc.OI_GRAPH_NODE_ID) or _oi_agent_from_span_name(span._name)  # CrewAI; smolagents
     inp = attrs.get(sc.AGG_INPUT_TOKENS)
     if inp is None:
         inp = attrs.get(sc.USAGE_INPUT_TOKENS)

@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
+from .blindspots import UncheckedCalls, checked_tools
 from .collectors import PlainCollector
 from .labels import MAX_LABEL_LEN, safe_label
 from .rules import KNOWN_RULES
@@ -129,6 +130,8 @@ class Metrics:
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
                                        (*AGENT_LABELS, "budget"), registry=r)
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
+        # calls and runs the checks cannot see into (no arguments, no token counts): blindspots.py
+        self.unchecked = UncheckedCalls(r, checked_tools(known_tools), self.tool_label)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
@@ -208,6 +211,7 @@ class Metrics:
                 self.redundant.inc((row.service, row.agent, self.tool_label(tool)))
         finally:
             lock.release()
+        self.unchecked.finished(t, *self.agent_label(t.service_name, t.agent_name, count=False))
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
         """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded:

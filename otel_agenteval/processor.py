@@ -16,6 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry
 
+from .blindspots import checked_tools
 from .collectors import SelfCollector
 from .engine import Engine
 from .metrics import Metrics
@@ -49,6 +50,7 @@ class TrajectoryProcessor(SpanProcessor):
         self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names,
                                self.policy.write_tools, known_agents=self.policy.agents,
                                max_agent_labels=self.policy.limits.max_agent_labels)
+        self.metrics.unchecked.checked = checked_tools(self.policy.tools, self.policy.outcome.success_when)
         user_done = tuple(on_trajectory)
 
         def finished(t: Trajectory) -> None:

@@ -460,3 +460,119 @@ def test_records_copy_and_pickle(how: str) -> None:
     ]
     for record in records:
         assert again(record) == record
+
+
+# --- Google ADK, CrewAI, smolagents, Agent Framework (issue 13) ---------------------------------
+
+ADK_ARGS = '{"order_id": "88120", "reason": "damaged"}'
+ADK_RESULT = '{"claim_id": "CLM-5531", "order_id": "88120", "reason": "damaged"}'
+
+
+def adk_tool(name: str, response: str, **more: Any) -> dict[str, Any]:
+    """A google-adk 1.x tool span's attributes (2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1 likewise)."""
+    return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.type": "FunctionTool",
+            "gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.llm_response": "{}",
+            "gcp.vertex.agent.tool_call_args": ADK_ARGS, "gen_ai.tool.call.id": "call_2_0",
+            "gcp.vertex.agent.event_id": "e-1", "gcp.vertex.agent.tool_response": response, **more}
+
+
+def test_adk_arguments_and_result_from_its_own_names(h: Harness) -> None:
+    span = finished(h, "execute_tool create_claim", adk_tool("create_claim", ADK_RESULT))
+    step = extract.tool_step(span)
+    assert (step.ok, step.raw_arguments, step.raw_result, step.call_id) == (True, ADK_ARGS, ADK_RESULT, "call_2_0")
+    assert step.arguments == {"order_id": "88120", "reason": "damaged"}
+
+
+def test_adk_1x_error_only_in_the_response_is_a_failed_call(h: Harness) -> None:
+    """ADK 1.x: status UNSET, no error.type; the error is the response ``{"error": "Type: message"}``."""
+    span = finished(h, "execute_tool get_policy",
+                    adk_tool("get_policy", '{"error": "RuntimeError: policy service unavailable"}'))
+    step = extract.tool_step(span)
+    assert (step.ok, step.error_type) == (False, "RuntimeError")
+
+
+def test_adk_2x_error_keeps_its_error_type(h: Harness) -> None:
+    span = finished(h, "execute_tool get_policy", adk_tool("get_policy", '{"error": "policy down"}',
+                                                           **{"error.type": "TOOL_ERROR"}), error="TOOL_ERROR")
+    step = extract.tool_step(span)
+    assert (step.ok, step.error_type) == (False, "TOOL_ERROR")
+
+
+@pytest.mark.parametrize("response", [
+    '{"error": ""}',  # no message: nothing failed
+    '{"error": "late", "order_id": "88120"}',  # a result that has an error field among others
+    '{"error": not json',
+    '{"status": "ok"}',
+])
+def test_adk_response_that_is_not_an_error(h: Harness, response: str) -> None:
+    step = extract.tool_step(finished(h, "execute_tool get_policy", adk_tool("get_policy", response)))
+    assert step.ok is True
+
+
+def test_crewai_agent_named_by_graph_node_id(h: Harness) -> None:
+    """CrewAI + OpenInference: the AGENT span is named after the method (wrappers) or the task text
+    (event listener); ``graph.node.id`` holds the role, and ``agent.name`` is not set."""
+    for name in ("support_agent._execute_core", "support_agent.My order 88120 arrived damaged, please fi.execute"):
+        span = finished(h, name, {"openinference.span.kind": "AGENT", "graph.node.id": "support_agent",
+                                  "input.value": '{"agent": {"role": "support_agent"}}'})
+        assert extract.agent_span(span).name == "support_agent"
+        assert extract.agent_name_at_start(span) == "support_agent"
+
+
+def test_crewai_wrapper_agent_named_at_start_from_the_span_name(h: Harness) -> None:
+    """CrewAI's wrappers set only the span kind at start: the role comes from ``<role>._execute_core``."""
+    root = h.start("Crew_1.kickoff", attrs={"openinference.span.kind": "CHAIN"})
+    span = h.start("support_agent._execute_core", root, attrs={"openinference.span.kind": "AGENT"})
+    assert extract.agent_name_at_start(span) == "support_agent"
+
+
+def test_crewai_tool_agent_role(h: Harness) -> None:
+    span = finished(h, "lookup_order.run", {"openinference.span.kind": "TOOL", "tool.name": "lookup_order",
+                                            "input.value": '{"order_id": "88120"}',
+                                            "tool.agent_role": "support_agent"})
+    assert extract.tool_step(span).agent_name == "support_agent"
+
+
+SMOL_INPUT = '{"args": [], "sanitize_inputs_outputs": true, "kwargs": {"order_id": "88120", "reason": "damaged"}}'
+
+
+def test_smolagents_root_and_arguments(h: Harness) -> None:
+    root = h.start("support_agent.run", attrs={"openinference.span.kind": "AGENT",
+                                               "input.value": '{"task": "My order"}'})
+    assert extract.agent_name_at_start(root) == "support_agent"
+    tool = finished(h, "SimpleTool", {"openinference.span.kind": "TOOL", "tool.name": "create_claim",
+                                      "input.value": SMOL_INPUT, "output.value": ADK_RESULT}, parent=root)
+    step = extract.tool_step(tool)
+    assert (step.tool, step.arguments) == ("create_claim", {"order_id": "88120", "reason": "damaged"})
+    h.end(root, 2.0)
+    assert extract.agent_span(root).name == "support_agent"
+
+
+@pytest.mark.parametrize(("raw", "arguments"), [
+    ('{"args": [{"order_id": "1"}], "sanitize_inputs_outputs": true, "kwargs": {}}', {"order_id": "1"}),
+    ('{"args": ["1"], "kwargs": {"reason": "x"}}', {"args": ["1"], "reason": "x"}),
+    ('{"args": [], "kwargs": {}, "other": 1}', {"args": [], "kwargs": {}, "other": 1}),  # not the wrapper
+    ('{"args": [], "kwargs": "x"}', {"args": [], "kwargs": "x"}),
+    ('{"args": broken', {"input": '{"args": broken'}),
+])
+def test_smolagents_wrapper_variants(h: Harness, raw: str, arguments: dict[str, Any]) -> None:
+    span = finished(h, "SimpleTool", {"openinference.span.kind": "TOOL", "tool.name": "t", "input.value": raw})
+    assert extract.tool_step(span).arguments == arguments
+
+
+def test_smolagents_final_answer_is_not_a_step(h: Harness) -> None:
+    span = finished(h, "FinalAnswerTool", {"openinference.span.kind": "TOOL", "tool.name": "final_answer",
+                                           "input.value": '{"args": [], "kwargs": {"answer": "done"}}'})
+    assert extract.classify(span) is None
+    own = finished(h, "SimpleTool", {"openinference.span.kind": "TOOL", "tool.name": "final_answer"})
+    assert extract.classify(own) == "tool"  # a user's own tool of that name is a step
+
+
+def test_agent_framework_default_has_no_arguments(h: Harness) -> None:
+    """Agent Framework without ENABLE_SENSITIVE_DATA: the tool span has no arguments at all."""
+    span = finished(h, "execute_tool create_claim", {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "create_claim", "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function", "agent_framework.function.invocation.duration": 0.001})
+    step = extract.tool_step(span)
+    assert (step.raw_arguments, step.arguments) == (None, {})
+    assert step.span_attributes["agent_framework.function.invocation.duration"] == 0.001

@@ -1,0 +1,114 @@
+"""No silent blind spots: calls and runs the checks cannot see into, counted and said once.
+
+A write, confirmation-required, destructive or success tool whose span carries no arguments
+cannot be checked for duplicates or confirmation: many frameworks leave arguments off unless
+a setting turns content capture on. Each such call counts in
+``agenteval_unchecked_calls_total{reason="no_arguments"}``, and the first one of a (service, tool)
+is logged once with the setting of the framework that made the span. A run with model calls but
+no token counts counts once, ``reason="no_token_usage"`` (``tool=""``): its token and cost
+budgets cannot be checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter
+
+from . import _semconv as sc
+from .trajectory import Trajectory
+
+NO_ARGUMENTS = "no_arguments"
+NO_TOKEN_USAGE = "no_token_usage"
+LABELS = ("service_name", "agent_name", "tool", "reason")
+_MAX_KEYS = 4096  # (service, tool) pairs logged and (service, agent) pairs touched: bounded, like every cache
+
+log = structlog.get_logger("otel_agenteval")
+
+# (how a tool span tells its framework, the framework, the setting that records arguments)
+CAPTURE_SETTINGS: tuple[tuple[str, str, str], ...] = (
+    (sc.ADK_EVENT_ID, "Google ADK 2.x",
+     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (or ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1)"),
+    (sc.AF_INVOCATION_DURATION, "Microsoft Agent Framework",
+     "ENABLE_SENSITIVE_DATA=true (or enable_instrumentation(enable_sensitive_data=True))"),
+    ("gen_ai.agent.call.id", "pydantic-ai", "InstrumentationSettings(include_content=True) (the default)"),
+    (sc.OI_SPAN_KIND, "OpenInference", "OPENINFERENCE_HIDE_INPUTS unset (TraceConfig(hide_inputs=False))"),
+)
+GENERIC_SETTING = ("OpenTelemetry GenAI instrumentation",
+                   "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY")
+
+
+def checked_tools(tools: Mapping[str, Any] | Iterable[str], success_when: Iterable[str] = ()) -> frozenset[str]:
+    """The tools whose checks read arguments: the policy's write, ``requires_confirmation`` and
+    ``destructive`` tools (from a mapping of tool policies), and the ``success_when`` tools."""
+    out = set(success_when)
+    if isinstance(tools, Mapping):
+        for name, t in tools.items():
+            if getattr(t, "write", False) or getattr(t, "requires_confirmation", False) or getattr(
+                    t, "destructive", False):
+                out.add(name)
+    return frozenset(out)
+
+
+def capture_setting(attributes: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(framework, setting that turns argument capture on), told from a tool span's attributes."""
+    if attributes:
+        for key, framework, setting in CAPTURE_SETTINGS:
+            if key in attributes:
+                return framework, setting
+    return GENERIC_SETTING
+
+
+class UncheckedCalls:
+    """``agenteval_unchecked_calls_total``, counted from each finished trajectory."""
+
+    def __init__(self, registry: CollectorRegistry, checked: frozenset[str],
+                 tool_label: Callable[[str | None], str]) -> None:
+        self.checked = checked
+        self._tool_label = tool_label
+        self._logged: set[tuple[str, str]] = set()
+        self._agents: set[tuple[str, str]] = set()
+        self.counter = Counter("agenteval_unchecked_calls",
+                               "Tool calls and runs the checks could not see into, by reason "
+                               "(no_arguments: a checked tool's span has no arguments; no_token_usage: "
+                               "a run's model calls carry no token counts).",
+                               LABELS, registry=registry)
+
+    def finished(self, t: Trajectory, service: str, agent: str) -> None:
+        """Count ``t``'s blind spots under ``service``/``agent``: the labels the metrics gave the run."""
+        checked = self.checked
+        if (service, agent) not in self._agents and len(self._agents) < _MAX_KEYS:
+            self._touch(service, agent)
+        if checked:
+            for step in t.steps:
+                if step.tool in checked and step.raw_arguments is None:
+                    self.counter.labels(service, agent, self._tool_label(step.tool), NO_ARGUMENTS).inc()
+                    self._say_once(service, step.tool, agent, getattr(step, "span_attributes", None))
+        if t.llm_calls and not (t.input_tokens or t.output_tokens):
+            self.counter.labels(service, agent, "", NO_TOKEN_USAGE).inc()
+            self._say_once(service, "", agent, None)
+
+    def _touch(self, service: str, agent: str) -> None:
+        """The agent's series, exported at 0 from its first run (so ``increase()`` sees the first call)."""
+        self._agents.add((service, agent))
+        for tool in self.checked:
+            self.counter.labels(service, agent, self._tool_label(tool), NO_ARGUMENTS)
+        self.counter.labels(service, agent, "", NO_TOKEN_USAGE)
+
+    def _say_once(self, service: str, tool: str, agent: str, attributes: Mapping[str, Any] | None) -> None:
+        key = (service, tool)
+        if key in self._logged or len(self._logged) >= _MAX_KEYS:
+            return
+        self._logged.add(key)
+        if tool:
+            framework, setting = capture_setting(attributes)
+            log.warning(f"agenteval.unchecked: {tool} spans carry no arguments, so duplicate and confirmation "
+                        f"checks cannot run on them; {framework} records them with {setting}",
+                        reason=NO_ARGUMENTS, service_name=service, agent=agent, tool=tool,
+                        framework=framework, setting=setting)
+        else:
+            log.warning("agenteval.unchecked: model-call spans carry no token counts, so token and cost "
+                        "budgets cannot be checked; the instrumentation must record gen_ai.usage.* "
+                        "(or llm.token_count.*)", reason=NO_TOKEN_USAGE, service_name=service, agent=agent)
