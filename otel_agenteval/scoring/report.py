@@ -6,6 +6,7 @@ while a renderer writes them, so a report of a hundred thousand runs is never wh
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
@@ -17,6 +18,7 @@ from .reliability import CaseResult, pass_hat_k, set_summary
 from .store import RunRecord, run_json
 
 SETS = ("regression", "capability")
+UNBOUND_LISTED = 1000  # runs bound to no case, listed by trace id (the rest counted)
 PRETTY_UP_TO = 1000  # runs: JSON is indented up to this, compact (and streamed) beyond
 
 
@@ -48,9 +50,27 @@ class Runs:
         return bool(self._runs)
 
 
+def closest_ids(case_id: str, named: Sequence[str], n: int = 3) -> list[str]:
+    """The case ids runs did carry that look most like ``case_id`` (a typo, a renamed case)."""
+    close = difflib.get_close_matches(case_id, list(named), n=n, cutoff=0.5)
+    return close or list(named)[:n]
+
+
 def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int | None = None,
-          show_arguments: bool = False, extra_summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The report as plain data: per case (runs, pass^k keyed by k), per set summaries, the gate."""
+          show_arguments: bool = False, extra_summary: dict[str, Any] | None = None,
+          allow_empty: bool = False) -> dict[str, Any]:
+    """The report as plain data: per case (runs, pass^k keyed by k), per set summaries, the gate.
+
+    A case with no runs fails the gate whatever its set (``allow_empty``: it is only reported);
+    the reason names the closest case ids that runs carried but the file does not have.
+    """
+    named = list((extra_summary or {}).get("unknown_cases", {}))
+    without: list[dict[str, Any]] = []
+    for r in results:
+        if not r.n:
+            closest = closest_ids(r.case.id, named)
+            reason = "no run named this case" + (f"; closest unbound case ids: {', '.join(closest)}" if closest else "")
+            without.append({"id": r.case.id, "set": r.case.set, "reason": reason, "closest_unbound": closest})
     cases = []
     for r in results:
         n, c = r.n, r.c
@@ -63,7 +83,9 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
             "passes": c,
             "pass_hat_k": {str(i): round(v, 4) for i, v in r.curve(k_max).items()} if n else {},
             "pass_at_k": {str(i): round(v, 4) for i, v in r.pass_at(k_max).items()} if n else {},
-            "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold, "failed": r.failed(k, threshold)},
+            "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold,
+                     "failed": r.failed(k, threshold) and not (allow_empty and not n),
+                     **({"reason": next(w["reason"] for w in without if w["id"] == r.case.id)} if not n else {})},
             "runs": Runs(r.runs, show_arguments),
         })
     summary: dict[str, Any] = {}
@@ -71,10 +93,11 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
         members = [r for r in results if r.case.set == name]
         if members:
             summary[name] = set_summary(members, k_max)
-    failed = [r.case.id for r in results if r.failed(k, threshold)]
-    summary["gate"] = {"k": k, "threshold": threshold, "failed_cases": failed,
-                       "failed_regression_cases": [r.case.id for r in results
-                                                   if r.case.set == "regression" and r.failed(k, threshold)]}
+    failing = [r for r in results if r.failed(k, threshold) and not (allow_empty and not r.n)]
+    regression = [r.case.id for r in failing if r.case.set == "regression"]
+    summary["gate"] = {"k": k, "threshold": threshold, "failed_cases": [r.case.id for r in failing],
+                       "failed_regression_cases": regression, "cases_without_runs": without,
+                       "allow_empty": allow_empty, "failed": bool(regression or (without and not allow_empty))}
     summary.update(extra_summary or {})
     return {"cases": cases, "summary": summary}
 
@@ -130,7 +153,7 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
                    f"pass^k {_curve(case['pass_hat_k'])}  [{status}]")
         if not case["runs"]:
-            out.append("  no runs found for this case")
+            out.append(f"  {case['gate'].get('reason', 'no run named this case')}")
         for i, run in enumerate(case["runs"], 1):
             trial = run["trial"] if run["trial"] is not None else i
             out.append(f"  trial {trial}  trace {run['trace_id']}  {run['verdict'].upper():4}  "
@@ -191,14 +214,40 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
         if s["cases_without_runs"]:
             out.append(f"  no runs: {', '.join(s['cases_without_runs'])}")
     g = summary["gate"]
-    failed = g["failed_regression_cases"]
-    out.append(f"gate: pass^{g['k']} >= {g['threshold']:g}; "
-               + (f"regression cases failing: {', '.join(failed)}" if failed else "no regression case fails"))
+    out.append(gate_line(g))
+    for w in g.get("cases_without_runs", ()):
+        out.append(f"  case {w['id']} ({w['set']}): {w['reason']}" + (" (allowed)" if g.get("allow_empty") else ""))
     if summary.get("unbound_runs"):
         out.append(f"runs without a case: {summary['unbound_runs']}")
     if summary.get("unknown_cases"):
         out.append("runs naming unknown cases: " + ", ".join(f"{k} ({v})" for k, v in summary["unknown_cases"].items()))
+    for u in _unbound(summary):
+        out.append(f"  unbound run {u['trace_id']}  {_unbound_why(u)}")
+    rest = summary.get("unbound", {}).get("not_listed", 0)
+    if rest:
+        out.append(f"  ... and {rest} more unbound runs")
     return out
+
+
+def gate_line(g: dict[str, Any]) -> str:
+    failed = g["failed_regression_cases"]
+    empty = [w["id"] for w in g.get("cases_without_runs", ())]
+    parts = [f"regression cases failing: {', '.join(failed)}" if failed else "no regression case fails"]
+    if empty:
+        parts.append(f"cases with no runs: {', '.join(empty)}" + (" (allowed)" if g.get("allow_empty") else ""))
+    verdict = "FAILED" if g.get("failed") else "passed"
+    return f"gate: pass^{g['k']} >= {g['threshold']:g}; " + "; ".join(parts) + f" [{verdict}]"
+
+
+def _unbound(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = summary.get("unbound", {}).get("listed", [])
+    return listed
+
+
+def _unbound_why(u: dict[str, Any]) -> str:
+    if u["case_id"] is None:
+        return "carries no case id (agenteval.case.id / agentevals.eval.case.id; or --mapping)"
+    return f"names case {u['case_id']!r}, which the cases file does not have"
 
 
 # --- markdown --------------------------------------------------------------------------------------
@@ -217,9 +266,18 @@ def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
                  f"{_money(c['per_success'])} | {_money(c['p95'])} | {s['latency_s']['p95']:.2f}s |"), ""]
     out += ["## Cases", "", "| case | set | passed | pass^k | gate |", "|---|---|---:|---|---|"]
     for case in doc["cases"]:
+        gate = "**FAILED**" if case["gate"]["failed"] else "ok"
+        if "reason" in case["gate"]:
+            gate += f" ({case['gate']['reason']})"
         out.append(f"| {case['id']} | {case['set']} | {case['passes']}/{case['trials']} | "
-                   f"{_curve(case['pass_hat_k'])} | {'**FAILED**' if case['gate']['failed'] else 'ok'} |")
-    out.append("")
+                   f"{_curve(case['pass_hat_k'])} | {gate} |")
+    out += ["", gate_line(doc["summary"]["gate"]), ""]
+    unbound = _unbound(doc["summary"])
+    if unbound:
+        out += ["## Runs bound to no case", "", "| trace | case named | why |", "|---|---|---|"]
+        out += [f"| `{u['trace_id']}` | {u['case_id'] or '-'} | {_unbound_why(u)} |" for u in unbound]
+        rest = doc["summary"].get("unbound", {}).get("not_listed", 0)
+        out += ([f"| ... | | and {rest} more |"] if rest else []) + [""]
     stream.write("\n".join(out) + "\n")
     for case in doc["cases"]:
         out = []
@@ -267,7 +325,9 @@ def to_junit(doc: dict[str, Any]) -> str:
             gate = c["gate"]
             if not gate["failed"]:
                 continue
-            if gate["pass_hat_k"] is None:
+            if not c["trials"]:
+                msg = gate.get("reason", "no run named this case")
+            elif gate["pass_hat_k"] is None:
                 msg = f"{c['trials']} trials, fewer than k={g['k']}"
             else:
                 msg = f"pass^{g['k']} {gate['pass_hat_k']:.2f} below {g['threshold']:g}"
@@ -282,5 +342,12 @@ def to_junit(doc: dict[str, Any]) -> str:
             if failed_runs > JUNIT_RUNS_SHOWN:
                 lines.append(f"... and {failed_runs - JUNIT_RUNS_SHOWN} more failed runs")
             fail.text = "\n".join(lines) or msg
+    unbound = _unbound(doc["summary"])
+    if unbound:  # listed as skipped tests, so a CI page shows them next to the cases
+        suite = ET.SubElement(root, "testsuite", name="unbound runs", tests=str(len(unbound)), failures="0",
+                              errors="0", skipped=str(len(unbound)))
+        for u in unbound:
+            tc = ET.SubElement(suite, "testcase", classname="agenteval.unbound", name=u["trace_id"])
+            ET.SubElement(tc, "skipped", message=_unbound_why(u))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

@@ -257,7 +257,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     fail.extend(m.reasons)
     if accuracy is not None and accuracy < th.argument_accuracy:
         fail.append(f"argument accuracy {accuracy:.2f} below {th.argument_accuracy:.2f} ({right} of {to_ref} right)")
-    if run_steps > path.max_steps:
+    if path.max_steps is not None and run_steps > path.max_steps:
         fail.append(f"over budget: {run_steps} steps > {path.max_steps}")
     if path.max_cost_usd is not None and t.cost_usd > path.max_cost_usd:
         fail.append(f"over budget: cost ${t.cost_usd:.4f} > ${path.max_cost_usd:.4f}")
@@ -286,11 +286,11 @@ def _matches(n: int) -> str:
 
 
 def _wrong_arguments(expected: Sequence[Any], arguments: Mapping[str, Any]) -> str:
-    """Which argument names differ from the closest required call of the tool (names only)."""
+    """Which argument names differ from the closest required call of the tool (names only;
+    ``+name``: an argument the reference does not expect, under ``exact`` or ``subset``)."""
     best: list[str] | None = None
     for exp in expected:
-        bad = [k for k, rule in exp.rules.items()
-               if not rule.ignore and (k not in arguments or not rule.matches(exp.args[k], arguments[k]))]
+        bad = exp.wrong(arguments)
         if best is None or len(bad) < len(best):
             best = bad
     return "wrong: " + ", ".join(best or [])
