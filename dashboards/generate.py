@@ -36,6 +36,7 @@ SUCCESS = 'outcome="success"'
 CRITICAL = 'severity="critical"'
 ERROR = 'status="error"'
 RETRIED = 'rule="write_retried_after_error"'
+RECOVERED = 'next=~"tried_other|retried_same_ok"'
 
 
 def _sel(extra: str = "") -> str:
@@ -231,7 +232,14 @@ def overview() -> dash.Dashboard:
                          dm.DynamicConfigValue(id_val="custom.axisPlacement", value="right")]))
          .with_panel(ts("Redundant calls/s", "Non-write tool calls repeating an identical call in the same run.",
                         "short", q(f"sum by (tool, agent_name) (rate(agenteval_redundant_calls_total{_sel()}[{RI}]))",
-                                   "{{tool}} · {{agent_name}}"), w=12)))
+                                   "{{tool}} · {{agent_name}}"), w=12))
+         .with_panel(ts("Tool-error recovery rate",
+                        "Of the failed tool calls, the share the agent recovered from: it tried another call, or "
+                        "retried the same call and the retry succeeded (gave_up: no successful call after it).",
+                        "percentunit",
+                        q(f"sum by (agent_name) (rate(agenteval_tool_error_recoveries_total{_sel(RECOVERED)}[{RI}]))"
+                          f" / sum by (agent_name) (rate(agenteval_tool_error_recoveries_total{_sel()}[{RI}]))",
+                          "{{agent_name}}"), w=12)))
 
     # --- the monitor itself ------------------------------------------------------------------------------
     d = (d.with_row(dash.Row("Monitor health"))

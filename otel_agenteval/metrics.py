@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from ._mutex import Mutex
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .collectors import PlainCollector
+from .recovery import recoveries
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
@@ -84,6 +85,12 @@ class Metrics:
         self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
                                        (*AGENT_LABELS, "budget"), registry=r)
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
+        # what the agent did after each failed tool call (recovery.py): its own collector
+        self.recoveries = PlainCounter(
+            "agenteval_tool_error_recoveries",
+            "Failed tool calls, by what came next: retried_same_ok|retried_same_failed|tried_other|gave_up.",
+            (*AGENT_LABELS, "tool", "next"))
+        r.register(PlainCollector((self.recoveries,), self._lock))
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
@@ -155,6 +162,15 @@ class Metrics:
                 self.redundant.inc((okey[0], okey[1], self.tool_label(tool)))
         finally:
             lock.release()
+        if t.tool_errors:
+            self._recoveries(t)
+
+    def _recoveries(self, t: Trajectory) -> None:
+        """``agenteval_tool_error_recoveries_total``: one count per failed step, by what came next."""
+        found = [(self.tool_label(r.tool), r.label) for r in recoveries(t.steps)]
+        with self._lock:
+            for tool, nxt in found:
+                self.recoveries.inc((t.service_name, t.agent_name, tool, nxt))
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
         """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded)."""

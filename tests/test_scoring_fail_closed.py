@@ -77,7 +77,7 @@ def test_unbound_runs_in_markdown_and_junit(traces: tuple[Path, Path, list[str]]
     _, out, _ = score(capsys, path, "--cases", cases, "--format", "markdown", "-q")
     assert "## Runs bound to no case" in out
     assert f"| `{roots[1]}` | status_new | names case 'status_new', which the cases file does not have |" in out
-    assert "| status-new | capability | 0/0 | - | **FAILED** (no run named this case; closest unbound case ids: status_new) |" in out
+    assert "| status-new | capability | 0/0 | - | n/a | n/a | n/a | **FAILED** (no run named this case; closest unbound case ids: status_new) |" in out
     _, out, _ = score(capsys, path, "--cases", cases, "--format", "junit", "-q")
     root = ET.fromstring(out)
     [failure] = root.findall(".//testcase[@name='status-new']/failure")

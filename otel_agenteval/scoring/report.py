@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 
 import orjson
 
-from .reliability import CaseResult, pass_hat_k, set_summary
+from .reliability import CaseResult, efficiency, pass_hat_k, set_summary
 from .store import RunRecord, run_json
 
 SETS = ("regression", "capability")
@@ -83,6 +83,7 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
             "passes": c,
             "pass_hat_k": {str(i): round(v, 4) for i, v in r.curve(k_max).items()} if n else {},
             "pass_at_k": {str(i): round(v, 4) for i, v in r.pass_at(k_max).items()} if n else {},
+            "efficiency": efficiency(r.runs),
             "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold,
                      "failed": r.failed(k, threshold) and not (allow_empty and not n),
                      **({"reason": next(w["reason"] for w in without if w["id"] == r.case.id)} if not n else {})},
@@ -152,6 +153,8 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         status = "FAILED" if gate["failed"] else "ok"
         out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
                    f"pass^k {_curve(case['pass_hat_k'])}  [{status}]")
+        if case["runs"]:
+            out.append(f"  {_efficiency(case['efficiency'])}")
         if not case["runs"]:
             out.append(f"  {case['gate'].get('reason', 'no run named this case')}")
         for i, run in enumerate(case["runs"], 1):
@@ -161,6 +164,7 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
                        f"argument accuracy {_fmt_acc(run['argument_accuracy'])}  "
                        f"extra steps {run['extra_steps']:+d}  duplicate writes {run['duplicate_writes']}  "
                        f"cost {_money(run['cost_usd'])}")
+            out.append(f"    {_run_efficiency(run)}")
             if run["reference"] != "main":
                 out.append(f"    matched {run['reference']}")
             for reason in run["reasons"]:
@@ -173,6 +177,25 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         out.append("")
         stream.write("\n".join(out) + "\n")
     stream.write("\n".join(_summary_lines(doc["summary"])) + "\n")
+
+
+def _rate(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _efficiency(e: dict[str, Any]) -> str:
+    return (f"recovery rate {_rate(e['recovery_rate'])} ({e['recovered']} of {e['tool_errors']} tool errors)  "
+            f"step efficiency {_rate(e['step_efficiency'])}  "
+            f"redundant-call rate {_rate(e['redundant_call_rate'])} ({e['redundant_calls']} calls)")
+
+
+def _run_efficiency(run: dict[str, Any]) -> str:
+    rec = run["recovery"]
+    nexts = ", ".join(f"step {n['step']} {n['tool']}: {n['next']}" + (" (ok)" if n["retry_ok"] else "")
+                      for n in rec["next"])
+    return (f"recovery {_rate(rec['rate'])}" + (f" [{nexts}]" if nexts else "")
+            + f"  step efficiency {_rate(run['step_efficiency'])}"
+            + f"  redundant calls {run['redundant_calls']} (rate {_rate(run['redundant_call_rate'])})")
 
 
 def _call(step: dict[str, Any]) -> str:
@@ -211,6 +234,7 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
         out.append(f"  cost per success {_money(c['per_success'])}, p50 {_money(c['p50'])}, p95 {_money(c['p95'])}; "
                    f"latency p50 {s['latency_s']['p50']:.2f}s p95 {s['latency_s']['p95']:.2f}s; "
                    f"steps p50 {s['steps']['p50']:g} p95 {s['steps']['p95']:g} max {s['steps']['max']:g}")
+        out.append(f"  {_efficiency(s['efficiency'])}")
         if s["cases_without_runs"]:
             out.append(f"  no runs: {', '.join(s['cases_without_runs'])}")
     g = summary["gate"]
@@ -250,6 +274,10 @@ def _unbound_why(u: dict[str, Any]) -> str:
     return f"names case {u['case_id']!r}, which the cases file does not have"
 
 
+def _eff_cells(e: dict[str, Any]) -> str:
+    return f"{_rate(e['recovery_rate'])} | {_rate(e['step_efficiency'])} | {_rate(e['redundant_call_rate'])}"
+
+
 # --- markdown --------------------------------------------------------------------------------------
 
 def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
@@ -260,17 +288,20 @@ def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
             continue
         c = s["cost_usd"]
         out += [f"## {name.title()} set", "",
-                "| cases | runs | pass rate | pass^k | cost per success | p95 cost | p95 latency |",
-                "|---:|---:|---:|---|---:|---:|---:|",
+                "| cases | runs | pass rate | pass^k | cost per success | p95 cost | p95 latency | recovery rate "
+                "| step efficiency | redundant-call rate |",
+                "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
                 (f"| {s['cases']} | {s['runs']} | {_fmt_acc(s['pass_rate'])} | {_curve(s['pass_hat_k'])} | "
-                 f"{_money(c['per_success'])} | {_money(c['p95'])} | {s['latency_s']['p95']:.2f}s |"), ""]
-    out += ["## Cases", "", "| case | set | passed | pass^k | gate |", "|---|---|---:|---|---|"]
+                 f"{_money(c['per_success'])} | {_money(c['p95'])} | {s['latency_s']['p95']:.2f}s | "
+                 f"{_eff_cells(s['efficiency'])} |"), ""]
+    out += ["## Cases", "", "| case | set | passed | pass^k | recovery rate | step efficiency | redundant-call rate | gate |",
+            "|---|---|---:|---|---:|---:|---:|---|"]
     for case in doc["cases"]:
         gate = "**FAILED**" if case["gate"]["failed"] else "ok"
         if "reason" in case["gate"]:
             gate += f" ({case['gate']['reason']})"
         out.append(f"| {case['id']} | {case['set']} | {case['passes']}/{case['trials']} | "
-                   f"{_curve(case['pass_hat_k'])} | {gate} |")
+                   f"{_curve(case['pass_hat_k'])} | {_eff_cells(case['efficiency'])} | {gate} |")
     out += ["", gate_line(doc["summary"]["gate"]), ""]
     unbound = _unbound(doc["summary"])
     if unbound:
@@ -291,7 +322,7 @@ def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
             out += [(f"**trace `{run['trace_id']}`: {run['verdict']}** — coverage {'pass' if run['coverage'] else 'fail'}, "
                      f"argument accuracy {_fmt_acc(run['argument_accuracy'])}, extra steps {run['extra_steps']:+d}, "
                      f"duplicate writes {run['duplicate_writes']}"), ""]
-            out += [f"- {r}" for r in run["reasons"]] + [""]
+            out += [f"- {r}" for r in run["reasons"]] + [f"- {_run_efficiency(run)}", ""]
             out += ["| step | call | verdict |", "|---:|---|---|"]
             for s in run["steps"]:
                 out.append(f"| {s['step']} | `{_call(s)}` | {s['mark']} |")
@@ -322,6 +353,10 @@ def to_junit(doc: dict[str, Any]) -> str:
                               failures=str(sum(1 for c in members if c["gate"]["failed"])), errors="0")
         for c in members:
             tc = ET.SubElement(suite, "testcase", classname=f"agenteval.{name}", name=c["id"])
+            props = ET.SubElement(tc, "properties")
+            for key in ("recovery_rate", "step_efficiency", "redundant_call_rate"):
+                value = c["efficiency"][key]
+                ET.SubElement(props, "property", name=key, value="n/a" if value is None else f"{value:g}")
             gate = c["gate"]
             if not gate["failed"]:
                 continue

@@ -20,7 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _semconv as sc
+from ..content import _from_json_messages as json_messages
 from ..policy import Policy
+from ..recovery import Recovery, recoveries, recovery_rate
 from ..trajectory import Trajectory, parse_arguments, rebuild
 from ..violation import Violation
 from .bind import trial_of
@@ -89,12 +92,17 @@ class RunScore:
     cost_usd: float = 0.0
     duration_s: float = 0.0
     outcome: str = "unknown"
+    recoveries: list[Recovery] = field(default_factory=list)  # one per failed tool call
+    redundant_calls: int = 0  # calls repeating an earlier successful identical call of this run
+    messages: list[dict[str, Any]] | None = None  # the run's messages, where spans captured them
 
     def __init__(self, case_id: str, trace_id: str, trial: int | None, agent: str, verdict: str, reasons: list[str],
                  coverage: bool, argument_accuracy: float | None, extra_steps: int, duplicate_writes: int,
                  run_steps: int, reference_steps: int, reference: int, steps: list[StepMark],
                  first_divergence: str | None, violations: list[tuple[str, str, str | None]] | None = None,
-                 cost_usd: float = 0.0, duration_s: float = 0.0, outcome: str = "unknown") -> None:
+                 cost_usd: float = 0.0, duration_s: float = 0.0, outcome: str = "unknown",
+                 recoveries: list[Recovery] | None = None, redundant_calls: int = 0,
+                 messages: list[dict[str, Any]] | None = None) -> None:
         self.case_id = case_id
         self.trace_id = trace_id
         self.trial = trial
@@ -114,9 +122,40 @@ class RunScore:
         self.cost_usd = cost_usd
         self.duration_s = duration_s
         self.outcome = outcome
+        self.recoveries = [] if recoveries is None else recoveries
+        self.redundant_calls = redundant_calls
+        self.messages = messages
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)
+
+    @property
+    def tool_errors(self) -> int:
+        return len(self.recoveries)
+
+    @property
+    def recovered(self) -> int:
+        return sum(1 for r in self.recoveries if r.recovered)
+
+    @property
+    def recovery_rate(self) -> float | None:
+        """(tried_other + successful retries) / tool errors; ``None`` without errors."""
+        return recovery_rate(self.recoveries)
+
+    @property
+    def tool_calls(self) -> int:
+        return self.run_steps - 1
+
+    @property
+    def step_efficiency(self) -> float:
+        """Reference length over run length (each with its final answer), at most 1."""
+        return min(1.0, self.reference_steps / self.run_steps)
+
+    @property
+    def redundant_call_rate(self) -> float | None:
+        """Calls repeating an earlier successful identical call, over calls; ``None`` without calls."""
+        calls = self.tool_calls
+        return self.redundant_calls / calls if calls else None
 
     @property
     def passed(self) -> bool:
@@ -142,8 +181,26 @@ class RunScore:
             "cost_usd": round(self.cost_usd, 6),
             "duration_s": round(self.duration_s, 3),
             "outcome": self.outcome,
+            "recovery": {"tool_errors": self.tool_errors, "recovered": self.recovered,
+                         "rate": _round(self.recovery_rate),
+                         "next": [{"step": r.index + 1, "tool": r.tool, "next": r.next, "retry_ok": r.retry_ok}
+                                  for r in self.recoveries]},
+            "step_efficiency": round(self.step_efficiency, 4),
+            "redundant_calls": self.redundant_calls,
+            "redundant_call_rate": _round(self.redundant_call_rate),
             "steps": [s.to_dict(show_arguments) for s in self.steps],
+            **({"messages": self.messages if show_arguments else _hidden(self.messages)}
+               if self.messages is not None else {}),
         }
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def _hidden(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages without their text: who spoke, and how long it was (``--show-arguments`` shows it)."""
+    return [{"role": m.get("role"), "chars": len(str(m.get("content") or "")), "hidden": True} for m in messages]
 
 
 def duplicate_write_steps(t: Trajectory, policy: Policy,
@@ -277,7 +334,50 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
         violations=[(v.rule, v.severity, v.span_id) for v in violations],
         cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
+        recoveries=recoveries(calls) if t.tool_errors else [], redundant_calls=_repeats(calls),
+        messages=_messages(t.root_attributes),
     )
+
+
+def _messages(attrs: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The run's messages, where its agent span captured them (``gen_ai.input.messages`` then
+    ``gen_ai.output.messages``); ``None`` when it did not."""
+    if not attrs or (sc.INPUT_MESSAGES not in attrs and sc.OUTPUT_MESSAGES not in attrs):
+        return None
+    out: list[dict[str, Any]] = []
+    for key in (sc.INPUT_MESSAGES, sc.OUTPUT_MESSAGES):
+        raw = attrs.get(key)
+        if raw is None:
+            continue
+        try:
+            out += [{"role": m.role, "content": m.text} for m in json_messages(raw)]
+        except ValueError:
+            out.append({"role": "?", "content": f"({key} is not valid JSON)"})
+    return out
+
+
+def _repeats(calls: Sequence[Any]) -> int:
+    """Calls repeating an earlier *successful* identical call (same tool and normalised arguments)
+    of the run: a retry after an error is recovery, not redundancy. Arguments are compared only
+    for tools called more than once."""
+    tools: set[str] = set()
+    again: set[str] = set()
+    for c in calls:
+        if c.tool in tools:
+            again.add(c.tool)
+        tools.add(c.tool)
+    if not again:
+        return 0
+    seen: set[tuple[str, str]] = set()
+    n = 0
+    for c in calls:
+        if c.tool in again:
+            key = c.call_key
+            if key in seen:
+                n += 1
+            elif c.ok:
+                seen.add(key)
+    return n
 
 
 @functools.lru_cache(maxsize=256)
