@@ -146,7 +146,11 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
         if args.format == "json":
             doc = {**doc, "compare": {**cmp, "plot": None if skipped else str(args.plot),
                                        "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
-    if args.format == "json":
+    if args.format == "html":
+        from .html import labels_title, write_html
+
+        write_html(doc, out, cmp, title=labels_title(labels))
+    elif args.format == "json":
         report.write_json(doc, out)
     elif args.format == "markdown":
         report.write_markdown(doc, out)
