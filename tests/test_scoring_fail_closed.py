@@ -102,3 +102,19 @@ def test_no_span_read_exits_2_for_score_and_replay(tmp_path: Path, capsys: pytes
         assert "replay: no span could be read from the input" in err
         assert main(["replay", str(f), "--policy", str(tmp_path / "policy.yaml"), "-q", "--allow-empty"]) == 0
         capsys.readouterr()
+
+
+def test_a_run_that_cannot_be_scored_fails_the_command(traces: tuple[Path, Path, list[str]],
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine counts a callback's exception and carries on; score must not pass a lost run."""
+    import otel_agenteval.scoring.command as command
+
+    def broken(*a: object, **k: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(command, "score_run", broken)
+    path, cases, roots = traces
+    code, out, err = score(capsys, path, "--cases", cases, "-q")
+    assert (code, out) == (2, "")
+    assert f"score: 1 runs could not be scored (an internal error; please report it): trace {roots[0]}: RuntimeError: boom" in err

@@ -186,6 +186,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
     unbound = 0
     unknown: Counter[str] = Counter()
     unbound_runs: list[dict[str, Any]] = []  # listed in every format, up to report.UNBOUND_LISTED
+    failed: list[str] = []  # runs whose scoring raised: the command fails (exit 2)
 
     def found(v: Violation) -> None:
         violations.setdefault(v.trace_id, []).append(v)
@@ -206,8 +207,11 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             return
         # replay keys runs by trace: one run per trace, so its violations can go now
         found_here = violations.pop(t.trace_hex, ())
-        scored = score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments)
-        result.runs.append(store.add(scored))
+        try:
+            scored = score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments)
+            result.runs.append(store.add(scored))
+        except Exception as exc:  # noqa: BLE001 (the engine would count it and carry on: a lost run must not pass)
+            failed.append(f"trace {t.trace_hex}: {type(exc).__name__}: {exc}")
 
     progress = _Progress([Path(p) for p in paths], enabled=not args.quiet and sys.stderr.isatty())
 
@@ -229,6 +233,9 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
         _err(str(exc))
         return 2
     progress.clear()
+    if failed:
+        _err(f"{len(failed)} runs could not be scored (an internal error; please report it): {failed[0]}")
+        return 2
     counts = got.counts.as_dict()
     empty = no_spans_message(counts)
     if empty and not args.allow_empty:

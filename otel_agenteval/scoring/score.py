@@ -163,7 +163,8 @@ class RunScore:
         return self.verdict != "fail"
 
     def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
-        return {
+        calls = self.run_steps - 1
+        d = {
             "trace_id": self.trace_id,
             "trial": self.trial,
             "agent": self.agent,
@@ -181,17 +182,22 @@ class RunScore:
             "cost_usd": round(self.cost_usd, 6),
             "duration_s": round(self.duration_s, 3),
             "outcome": self.outcome,
-            "recovery": {"tool_errors": self.tool_errors, "recovered": self.recovered,
-                         "rate": _round(self.recovery_rate),
-                         "next": [{"step": r.index + 1, "tool": r.tool, "next": r.next, "retry_ok": r.retry_ok}
-                                  for r in self.recoveries]},
-            "step_efficiency": round(self.step_efficiency, 4),
+            "recovery": self._recovery_dict(),
+            "step_efficiency": round(min(1.0, self.reference_steps / self.run_steps), 4),
             "redundant_calls": self.redundant_calls,
-            "redundant_call_rate": _round(self.redundant_call_rate),
+            "redundant_call_rate": round(self.redundant_calls / calls, 4) if calls else None,
             "steps": [s.to_dict(show_arguments) for s in self.steps],
-            **({"messages": self.messages if show_arguments else _hidden(self.messages)}
-               if self.messages is not None else {}),
         }
+        if self.messages is not None:
+            d["messages"] = self.messages if show_arguments else _hidden(self.messages)
+        return d
+
+    def _recovery_dict(self) -> dict[str, Any]:
+        found = self.recoveries
+        if not found:
+            return {"tool_errors": 0, "recovered": 0, "rate": None, "next": []}
+        return {"tool_errors": len(found), "recovered": self.recovered, "rate": _round(self.recovery_rate),
+                "next": [{"step": r.index + 1, "tool": r.tool, "next": r.next, "retry_ok": r.retry_ok} for r in found]}
 
 
 def _round(v: float | None) -> float | None:
@@ -244,8 +250,12 @@ def score_run(t: Trajectory, case: ResolvedCase, policy: Policy,
     if trial is None:
         trial = trial_of(t)
     best: RunScore | None = None
+    # what does not depend on the path: once per run
+    found = recoveries(t.steps) if t.tool_errors else None
+    redundant = _repeats(t.steps)
+    messages = _messages(t.root_attributes)
     for path in case.paths:
-        s = _score_path(t, case, path, policy, violations, trial, keep_arguments)
+        s = _score_path(t, case, path, policy, violations, trial, keep_arguments, found, redundant, messages)
         if best is None or _better(s, best):
             best = s
     assert best is not None
@@ -259,7 +269,9 @@ def _better(a: RunScore, b: RunScore) -> bool:
 
 
 def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: Policy,
-                violations: Sequence[Violation], trial: int | None, keep_arguments: bool = True) -> RunScore:
+                violations: Sequence[Violation], trial: int | None, keep_arguments: bool = True,
+                found: list[Recovery] | None = None, redundant: int = 0,
+                messages: list[dict[str, Any]] | None = None) -> RunScore:
     calls = t.steps
     dups, repeats = duplicate_write_steps(t, policy, path)
     fitting = fitting_steps(path, calls)
@@ -334,8 +346,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
         violations=[(v.rule, v.severity, v.span_id) for v in violations],
         cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
-        recoveries=recoveries(calls) if t.tool_errors else [], redundant_calls=_repeats(calls),
-        messages=_messages(t.root_attributes),
+        recoveries=found, redundant_calls=redundant, messages=messages,
     )
 
 
