@@ -11,7 +11,8 @@ For a failed step, with the steps after it:
   ``retry_ok`` says whether that retry succeeded;
 - ``tried_other``: the next call is a different one.
 
-The recovery rate is ``(tried_other + successful retries) / errors``.
+The recovery rate is ``(tried_other + successful retries) / errors``. Redundancy
+(:func:`repeated_calls`): calls repeating an earlier successful identical call.
 """
 
 from __future__ import annotations
@@ -93,3 +94,27 @@ def recovery_rate(found: Sequence[Recovery]) -> float | None:
     if not found:
         return None
     return sum(1 for r in found if r.recovered) / len(found)
+
+
+def repeated_calls(calls: Sequence[Any]) -> int:
+    """Calls repeating an earlier *successful* identical call (same tool and normalised arguments)
+    of the run: a retry after an error is recovery, not redundancy. Arguments are compared only
+    for tools called more than once."""
+    tools: set[str] = set()
+    again: set[str] = set()
+    for c in calls:
+        if c.tool in tools:
+            again.add(c.tool)
+        tools.add(c.tool)
+    if not again:
+        return 0
+    seen: set[tuple[str, str]] = set()
+    n = 0
+    for c in calls:
+        if c.tool in again:
+            key = c.call_key
+            if key in seen:
+                n += 1
+            elif c.ok:
+                seen.add(key)
+    return n

@@ -12,7 +12,7 @@ from typing import Any
 from ..policy import Policy, PolicyError
 from ..trajectory import Trajectory
 from ..violation import Violation
-from . import compare, report
+from . import compare, formats, report
 from .bind import MappingError, case_id_of, load_mapping
 from .cases import DEFAULT_STEPS_FACTOR, ORDERS, CasesError, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
@@ -153,9 +153,9 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
     elif args.format == "json":
         report.write_json(doc, out)
     elif args.format == "markdown":
-        report.write_markdown(doc, out)
+        formats.write_markdown(doc, out)
     elif args.format == "junit":
-        out.write(report.to_junit(doc) + "\n")
+        out.write(formats.to_junit(doc) + "\n")
     else:
         report.write_table(doc, out, all_steps=args.all_steps)
         if cmp is not None:

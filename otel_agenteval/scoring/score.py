@@ -20,15 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _semconv as sc
-from ..content import _from_json_messages as json_messages
 from ..policy import Policy
-from ..recovery import Recovery, recoveries, recovery_rate
+from ..recovery import Recovery, recoveries, recovery_rate, repeated_calls
 from ..trajectory import Trajectory, parse_arguments, rebuild
 from ..violation import Violation
 from .bind import trial_of
 from .cases import ReferencePath, ResolvedCase
 from .match import Match, fitting_steps, match
+from .transcript import hidden, messages_of_run
 
 _RANK = {"pass": 0, "warn": 1, "fail": 2}
 
@@ -189,7 +188,7 @@ class RunScore:
             "steps": [s.to_dict(show_arguments) for s in self.steps],
         }
         if self.messages is not None:
-            d["messages"] = self.messages if show_arguments else _hidden(self.messages)
+            d["messages"] = self.messages if show_arguments else hidden(self.messages)
         return d
 
     def _recovery_dict(self) -> dict[str, Any]:
@@ -202,11 +201,6 @@ class RunScore:
 
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
-
-
-def _hidden(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages without their text: who spoke, and how long it was (``--show-arguments`` shows it)."""
-    return [{"role": m.get("role"), "chars": len(str(m.get("content") or "")), "hidden": True} for m in messages]
 
 
 def duplicate_write_steps(t: Trajectory, policy: Policy,
@@ -252,8 +246,8 @@ def score_run(t: Trajectory, case: ResolvedCase, policy: Policy,
     best: RunScore | None = None
     # what does not depend on the path: once per run
     found = recoveries(t.steps) if t.tool_errors else None
-    redundant = _repeats(t.steps)
-    messages = _messages(t.root_attributes)
+    redundant = repeated_calls(t.steps)
+    messages = messages_of_run(t.root_attributes)
     for path in case.paths:
         s = _score_path(t, case, path, policy, violations, trial, keep_arguments, found, redundant, messages)
         if best is None or _better(s, best):
@@ -348,47 +342,6 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
         recoveries=found, redundant_calls=redundant, messages=messages,
     )
-
-
-def _messages(attrs: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
-    """The run's messages, where its agent span captured them (``gen_ai.input.messages`` then
-    ``gen_ai.output.messages``); ``None`` when it did not."""
-    if not attrs or (sc.INPUT_MESSAGES not in attrs and sc.OUTPUT_MESSAGES not in attrs):
-        return None
-    out: list[dict[str, Any]] = []
-    for key in (sc.INPUT_MESSAGES, sc.OUTPUT_MESSAGES):
-        raw = attrs.get(key)
-        if raw is None:
-            continue
-        try:
-            out += [{"role": m.role, "content": m.text} for m in json_messages(raw)]
-        except ValueError:
-            out.append({"role": "?", "content": f"({key} is not valid JSON)"})
-    return out
-
-
-def _repeats(calls: Sequence[Any]) -> int:
-    """Calls repeating an earlier *successful* identical call (same tool and normalised arguments)
-    of the run: a retry after an error is recovery, not redundancy. Arguments are compared only
-    for tools called more than once."""
-    tools: set[str] = set()
-    again: set[str] = set()
-    for c in calls:
-        if c.tool in tools:
-            again.add(c.tool)
-        tools.add(c.tool)
-    if not again:
-        return 0
-    seen: set[tuple[str, str]] = set()
-    n = 0
-    for c in calls:
-        if c.tool in again:
-            key = c.call_key
-            if key in seen:
-                n += 1
-            elif c.ok:
-                seen.add(key)
-    return n
 
 
 @functools.lru_cache(maxsize=256)
