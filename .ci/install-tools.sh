@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# System tools the tests need: Prometheus and promtool (Debian package `prometheus`).
+# System tools the tests need: Prometheus and promtool (Debian package `prometheus`), and a
+# headless browser for the HTML report's test (Debian package `chromium`, driven by Playwright
+# from PyPI through its executable path; never `playwright install`).
 #
 # Safe on a fresh Debian/Ubuntu machine or container, as root, with or without a service
 # manager. The package's service is never left running: the tests start their own
 # `prometheus` on a free loopback port, and a system one would hold :9090.
 set -euo pipefail
 
-have_tools() { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; }
+have_tools() {
+  command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1
+}
 
 if have_tools; then
   exit 0
 fi
 if [ "$(id -u)" != "0" ]; then
-  echo "install-tools: prometheus/promtool missing and not root; run: sudo apt-get install -y prometheus" >&2
+  echo "install-tools: prometheus/promtool/chromium missing and not root; run: sudo apt-get install -y prometheus chromium" >&2
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "install-tools: no apt-get; install Prometheus (prometheus and promtool on PATH) yourself" >&2
+  echo "install-tools: no apt-get; install Prometheus (prometheus and promtool on PATH) and Chromium yourself" >&2
   exit 0
 fi
 
@@ -52,7 +56,7 @@ retry() {
 }
 
 retry apt-get update -q >/dev/null
-retry apt-get install -y -q --no-install-recommends prometheus >/dev/null
+retry apt-get install -y -q --no-install-recommends prometheus chromium >/dev/null
 
 # Belt and braces: if a service manager started it anyway, stop and disable it.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
@@ -62,7 +66,7 @@ elif [ -x /etc/init.d/prometheus ]; then
 fi
 
 if ! have_tools; then
-  echo "install-tools: installed the prometheus package but prometheus/promtool are not on PATH" >&2
+  echo "install-tools: installed prometheus and chromium but prometheus/promtool/chromium are not on PATH" >&2
   exit 1
 fi
 echo "install-tools: $(prometheus --version 2>&1 | head -1)" >&2

@@ -10,6 +10,11 @@ replacing ``case_id_of`` (a dict lookup in real use); everything else is the com
 replay, matching, verdicts, the spool of run details, pass^k, the streamed report.
 
     python benchmarks/score_throughput.py [--runs 1000,10000,100000] [--dir DIR] [--keep] [--json]
+    python benchmarks/score_throughput.py --runs 10000 --against /tmp/base --rounds 5   # A/B
+
+``--against SRC`` scores each file with the package found in the source tree SRC too (e.g.
+``git archive <commit> | tar -x -C /tmp/base``), alternating the two ``--rounds`` times in fresh
+processes, and reports each side's median CPU spans/s, its spread, and the median paired ratio.
 
 Not part of the test suite: it takes minutes and its numbers depend on the machine.
 """
@@ -65,17 +70,45 @@ print(json.dumps({"code": code, "wall_s": wall, "cpu_s": cpu,
 """
 
 
-def child(mode: str, policy: Path, cases: Path, path: Path) -> dict[str, Any]:
+def child(mode: str, policy: Path, cases: Path, path: Path, src: str | None = None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if src is not None:  # that tree's otel_agenteval first on the path
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     out = subprocess.run([sys.executable, "-c", CHILD, mode, str(policy), str(cases), str(path)], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def a_b(policy: Path, cases: Path, path: Path, spans: int, against: str, rounds: int) -> dict[str, Any]:
+    """This tree against ``against``, alternating (which goes first alternates too); CPU spans/s."""
+    here: list[float] = []
+    there: list[float] = []
+    for i in range(rounds):
+        order = [(here, None), (there, against)] if i % 2 == 0 else [(there, against), (here, None)]
+        for out, src in order:
+            out.append(spans / child("score", policy, cases, path, src)["cpu_s"])
+    ratios = sorted(h / t for h, t in zip(here, there))
+
+    def stats(v: list[float]) -> dict[str, float]:
+        v = sorted(v)
+        return {"median": round(v[len(v) // 2]), "min": round(v[0]), "max": round(v[-1])}
+
+    return {"rounds": rounds, "this": stats(here), "against": stats(there),
+            "ratio_median": round(ratios[len(ratios) // 2], 3), "ratio_min": round(ratios[0], 3),
+            "ratio_max": round(ratios[-1], 3)}
 
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
+    import argparse
+
     import make_otlp_traces as gen
 
-    a, work = gen.bench_workdir(__doc__, "score-bench-", argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--against", help="a source tree to compare with (A/B, alternating rounds)")
+    pre.add_argument("--rounds", type=int, default=5, help="A/B rounds (default 5)")
+    ab, rest = pre.parse_known_args(argv)
+    a, work = gen.bench_workdir(__doc__, "score-bench-", rest)
     policy = work / "policy.yaml"
     cases = work / "cases.yaml"
     cases.write_text(CASES)
@@ -92,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
                "scoring_us_per_run_cpu": round((score["cpu_s"] - replay["cpu_s"]) / runs * 1e6),
                "replay_peak_rss_mb": round(replay["peak_rss_mb"], 1),
                "score_peak_rss_mb": round(score["peak_rss_mb"], 1), "score_exit": score["code"]}
+        if ab.against:
+            row["a_b"] = a_b(policy, cases, path, spans, ab.against, ab.rounds)
+            x = row["a_b"]
+            print(f"  A/B against {ab.against}: this {x['this']['median']}/s ({x['this']['min']}-{x['this']['max']}), "
+                  f"against {x['against']['median']}/s ({x['against']['min']}-{x['against']['max']}), "
+                  f"paired ratio {x['ratio_median']} ({x['ratio_min']}-{x['ratio_max']})", file=sys.stderr)
         results.append(row)
         print(f"{runs:>7} runs {spans:>9} spans {row['file_mb']:>7} MB | replay {row['replay_spans_per_s_cpu']:>7}/s cpu"
               f" | score {row['score_spans_per_s_cpu']:>7}/s cpu {row['score_spans_per_s_wall']:>7}/s wall"

@@ -36,6 +36,7 @@ SUCCESS = 'outcome="success"'
 CRITICAL = 'severity="critical"'
 ERROR = 'status="error"'
 RETRIED = 'rule="write_retried_after_error"'
+RECOVERED = 'next=~"tried_other|retried_same_ok"'
 
 
 def _sel(extra: str = "") -> str:
@@ -237,7 +238,14 @@ def overview() -> dash.Dashboard:
                         "arguments: turn on the framework's content capture, see the processor's log) and "
                         "no_token_usage (model calls without token counts).", "short",
                         q(f"sum by (reason, tool, agent_name) (rate(agenteval_unchecked_calls_total{_sel()}[{RI}]))",
-                          "{{reason}} {{tool}} · {{agent_name}}"), w=12)))
+                          "{{reason}} {{tool}} · {{agent_name}}"), w=12))
+         .with_panel(ts("Tool-error recovery rate",
+                        "Of the failed tool calls, the share the agent recovered from: it tried another call, or "
+                        "retried the same call and the retry succeeded (gave_up: no successful call after it).",
+                        "percentunit",
+                        q(f"sum by (agent_name) (rate(agenteval_tool_error_recoveries_total{_sel(RECOVERED)}[{RI}]))"
+                          f" / sum by (agent_name) (rate(agenteval_tool_error_recoveries_total{_sel()}[{RI}]))",
+                          "{{agent_name}}"), w=12)))
 
     # --- the monitor itself ------------------------------------------------------------------------------
     d = (d.with_row(dash.Row("Monitor health"))

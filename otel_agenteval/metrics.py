@@ -18,6 +18,7 @@ from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .blindspots import UncheckedCalls, checked_tools
 from .collectors import PlainCollector
 from .labels import MAX_LABEL_LEN, safe_label
+from .recovery import recoveries
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
@@ -132,6 +133,13 @@ class Metrics:
         self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
         # calls and runs the checks cannot see into (no arguments, no token counts): blindspots.py
         self.unchecked = UncheckedCalls(r, checked_tools(known_tools), self.tool_label)
+        # what the agent did after each failed tool call (recovery.py): its own collector
+        self.recoveries = PlainCounter(
+            "agenteval_tool_error_recoveries",
+            "Failed tool calls, by what came next: retried_same_ok|retried_same_failed|tried_other|gave_up.",
+            (*AGENT_LABELS, "tool", "next"))
+        self._plain_recoveries = PlainCollector((self.recoveries,), self._lock)
+        r.register(self._plain_recoveries)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
@@ -182,6 +190,7 @@ class Metrics:
         """In a forked child: a fresh lock (the parent's may have been held at the fork)."""
         self._lock = threading.Lock()
         self._plain.relock(self._lock)
+        self._plain_recoveries.relock(self._lock)
 
     def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, through the series and keys
@@ -212,6 +221,16 @@ class Metrics:
         finally:
             lock.release()
         self.unchecked.finished(t, *self.agent_label(t.service_name, t.agent_name, count=False))
+        if t.tool_errors:
+            self._recoveries(t)
+
+    def _recoveries(self, t: Trajectory) -> None:
+        """``agenteval_tool_error_recoveries_total``: one count per failed step, by what came next."""
+        service, agent = self.agent_label(t.service_name, t.agent_name, count=False)
+        found = [(self.tool_label(r.tool), r.label) for r in recoveries(t.steps)]
+        with self._lock:
+            for tool, nxt in found:
+                self.recoveries.inc((service, agent, tool, nxt))
 
     def _row(self, okey: tuple[str, str, str]) -> _Row:
         """The series and counter keys a (service, agent, outcome) writes to, bound once (bounded:

@@ -175,9 +175,16 @@ def test_cli_bad_lines_reported_and_counted(live: Any, tmp_path: Path, policy_fi
 def test_cli_empty_file(tmp_path: Path, policy_file: Path, capsys: Any) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    assert main(["replay", str(empty), "--policy", str(policy_file), "--format", "json"]) == 0
+    assert main(["replay", str(empty), "--policy", str(policy_file), "--format", "json"]) == 2  # fails closed
+    out, err = capsys.readouterr()
+    assert out == "" and "replay: no span could be read from the input (1 file, 0 lines, 0 rejected)" in err
+    assert main(["replay", str(empty), "--policy", str(policy_file), "--format", "json", "--allow-empty"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["input"]["spans"] == 0 and doc["summary"]["runs"] == 0
+    rejected = tmp_path / "rejected.jsonl"
+    rejected.write_text("{not json\n{nor this\n")
+    assert main(["replay", str(rejected), "--policy", str(policy_file)]) == 2
+    assert "(1 file, 1 line, 1 rejected)" in capsys.readouterr().err
 
 
 def test_cli_usage_errors(tmp_path: Path, policy_file: Path, capsys: Any) -> None:

@@ -276,9 +276,15 @@ def test_input_errors_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixtu
     code, _, err = score(capsys, traces, "--cases", files["cases"], "--threshold", "2")
     assert code == 2
     code, out, err = score(capsys, traces, "--cases", files["cases"], "--format", "json")
-    assert code == 1  # the regression case has no runs: it cannot be said to pass
-    assert "case refund-damaged: no runs found" in err
-    assert json.loads(out)["summary"]["regression"]["cases_without_runs"] == ["refund-damaged"]
+    assert (code, out) == (2, "")  # nothing read: the job is pointed at the wrong input
+    assert "no span could be read from the input (1 file, 0 lines, 0 rejected)" in err
+    code, out, err = score(capsys, traces, "--cases", files["cases"], "--format", "json", "--allow-empty")
+    assert code == 0
+    assert json.loads(out)["summary"]["gate"]["cases_without_runs"][0]["id"] == "refund-damaged"
+    assert "case refund-damaged: no run named this case" in err
+    traces.write_text("{not json\n{}\n")
+    code, out, err = score(capsys, traces, "--cases", files["cases"])
+    assert code == 2 and "no span could be read from the input (1 file, 1 line, 1 rejected)" in err
 
 
 def test_mapping_file_forms_and_errors(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

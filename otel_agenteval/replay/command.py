@@ -22,7 +22,8 @@ EPILOG = """\
 Formats are recognised by content. Files are streamed line by line (constant memory), except a
 pretty-printed JSON list and a single protobuf message, which are read whole. Bad lines are
 reported on stderr with file and line, counted and skipped (--strict: stop, exit 2).
-Exit status: 0 ok, 1 a critical violation was found, 2 usage or input error."""
+Exit status: 0 ok, 1 a critical violation was found, 2 usage or input error, or no span could be
+read from the input (empty, or every line rejected; --allow-empty: exit 0 then)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", required=True, help="policy YAML")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="no span read from the input is not an error (default: exit 2, so a job pointed at the wrong file fails)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no rejected-line messages")
     p.add_argument("--verbose", "-v", action="store_true", help="also log each violation to stderr as found")
 
@@ -84,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.clear()
     counts = result.counts.as_dict()
+    empty = no_spans_message(counts)
+    if empty and not args.allow_empty:
+        print(f"replay: {empty}", file=sys.stderr)
+        return 2
     stats = result.engine_stats
     extra = {"trajectories": summary.runs, "late_spans": stats.get("late", 0),
              "evicted": sum(stats.get("evicted", {}).values()) - stats.get("evicted", {}).get("shutdown", 0),
@@ -98,6 +105,18 @@ def run(args: argparse.Namespace) -> int:
                                "summary": summary.to_dict(), "input": {**counts, **extra}}
         print(json.dumps(doc, indent=2))
     return 1 if summary.critical else 0
+
+
+def no_spans_message(counts: dict[str, int]) -> str | None:
+    """Why nothing was read, when no span was: the job is pointed at the wrong input (``None`` otherwise)."""
+    if counts["spans"]:
+        return None
+    def n(count: int, what: str) -> str:
+        return f"{count} {what}{'s' if count != 1 else ''}"
+
+    return (f"no span could be read from the input ({n(counts['files'], 'file')}, {n(counts['lines'], 'line')}, "
+            f"{counts['rejected']} rejected): "
+            "an empty file, the wrong file, or not OTLP (--allow-empty to accept)")
 
 
 def _violation_line(v: Violation) -> str:

@@ -11,6 +11,7 @@ counts its tool calls plus its final answer, so ``extra_steps`` is the differenc
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -18,15 +19,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..policy import ConfigError, _error_lines, load_yaml, with_lines
-from .normalise import ArgumentRule, build
+from ..policy import _error_lines, load_yaml, with_lines
+from .arguments import ExpectedCall
+from .errors import CasesError
+from .evalset import evalset_to_cases, is_evalset
+from .normalise import build
 
 Order = Literal["exact", "in_order", "any_order", "superset", "unordered", "subset"]
+ORDERS: tuple[str, ...] = ("exact", "in_order", "any_order", "superset", "unordered", "subset")
+# how a call's arguments are compared with a required call's: superset (the call may carry
+# more), exact (the same names), subset (the call may carry fewer), ignore (the tool only)
+ArgsMatch = Literal["superset", "exact", "subset", "ignore"]
+ArgsOverride = ArgsMatch | list[str]  # a mode, or the dotted keys to compare (only those)
+DEFAULT_STEPS_FACTOR = 2.0  # the step ceiling without a budget: this many times the reference length
 CaseSet = Literal["capability", "regression"]
-
-
-class CasesError(ConfigError):
-    what = "invalid cases file"
 
 
 class _Model(BaseModel):
@@ -61,6 +67,7 @@ class Call(_Model):
     args: dict[str, Any] = {}
     normalise: Normalisers = {}
     id: str | None = None  # a name for ``ordering``; defaults to the tool name
+    args_match: ArgsMatch | None = None  # default: the reference's (per tool override, else its args_match)
 
     _n = field_validator("normalise", mode="before")(_as_lists)
     _c = field_validator("normalise")(_check_specs)
@@ -89,9 +96,20 @@ class Alternative(_Model):
     allowed_extras: list[str] = []
     normalise: Normalisers = {}
     budget: Budget | None = None
+    args_match: ArgsMatch = "superset"
+    args_match_overrides: dict[str, ArgsOverride] = {}
 
     _n = field_validator("normalise", mode="before")(_as_lists)
     _c = field_validator("normalise")(_check_specs)
+
+    @field_validator("args_match_overrides")
+    @classmethod
+    def _keys(cls, value: dict[str, ArgsOverride]) -> dict[str, ArgsOverride]:
+        for tool, keys in value.items():
+            if isinstance(keys, list) and (not keys or not all(k and all(keys_part for keys_part in k.split("."))
+                                                             for k in keys)):
+                raise ValueError(f"{tool}: a list of dotted argument keys, none empty (a.b.c)")
+        return value
 
     @field_validator("ordering")
     @classmethod
@@ -140,32 +158,7 @@ class CasesFile(_Model):
 
 # --- what the matcher uses ------------------------------------------------------------------
 
-class ExpectedCall:
-    """A required call ready to compare: one :class:`ArgumentRule` per expected argument."""
-
-    __slots__ = ("args", "name", "position", "rules", "tool")
-
-    def __init__(self, call: Call, shared: Normalisers, position: int, by_tool: ToolNormalisers | None = None) -> None:
-        self.tool = call.tool
-        self.args = call.args
-        self.name = call.name
-        self.position = position
-        specs = {**(by_tool or {}).get(call.tool, {}), **shared, **call.normalise}
-        self.rules = {k: ArgumentRule(specs.get(k, ())) for k in call.args}
-
-    def accepts(self, arguments: dict[str, Any]) -> bool:
-        """Whether a call's arguments satisfy this one (the tool is checked by the caller)."""
-        for k, rule in self.rules.items():
-            if rule.ignore:
-                continue
-            if k not in arguments or not rule.matches(self.args[k], arguments[k]):
-                return False
-        return True
-
-    def label(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
-        return f"{self.tool}({args})"
-
+# a required call ready to compare: ExpectedCall (arguments.py)
 
 class ReferencePath:
     """One acceptable path (the main reference or an alternative), resolved."""
@@ -174,7 +167,8 @@ class ReferencePath:
                  "positions")
 
     def __init__(self, alt: Alternative, index: int, main: Reference | None = None,
-                 by_tool: ToolNormalisers | None = None) -> None:
+                 by_tool: ToolNormalisers | None = None, order: str | None = None,
+                 steps_factor: float = DEFAULT_STEPS_FACTOR) -> None:
         given = alt.model_fields_set
         base = main if main is not None else alt
 
@@ -182,16 +176,25 @@ class ReferencePath:
             return getattr(alt if field in given or main is None else base, field)
 
         self.index = index  # 0 = the main reference, i = alternative i
-        self.order: str = pick("order")
+        self.order: str = order or pick("order")  # ``order``: score --match, for every case
         if self.order == "superset":
             self.order = "any_order"
         shared: Normalisers = {**(main.normalise if main is not None else {}), **alt.normalise}
-        self.calls = [ExpectedCall(c, shared, i, by_tool) for i, c in enumerate(alt.required)]
+        mode: str = pick("args_match")
+        overrides: dict[str, ArgsOverride] = pick("args_match_overrides")
+        self.calls = []
+        for i, c in enumerate(alt.required):
+            over = overrides.get(c.tool)
+            keys = over if isinstance(over, list) and c.args_match is None else None
+            own = c.args_match or (over if isinstance(over, str) else None) or mode
+            specs = {**(by_tool or {}).get(c.tool, {}), **shared, **c.normalise}
+            self.calls.append(ExpectedCall(c.tool, c.args, c.name, i, specs, own, keys))
         self.allowed_extras = frozenset(pick("allowed_extras"))
         self.before = _ordering(alt.required, pick("ordering") if "ordering" in given or main is None else [])
         budget: Budget | None = pick("budget")
         length = len(self.calls) + 1
-        self.max_steps = budget.max_steps if budget is not None and budget.max_steps else 2 * length
+        self.max_steps: int | None = (budget.max_steps if budget is not None and budget.max_steps
+                                      else math.ceil(steps_factor * length) if steps_factor > 0 else None)
         self.max_cost_usd = budget.max_cost_usd if budget is not None else None
         # what the matcher and scorer would otherwise rebuild for every run:
         # (earlier, later) positions that must keep their order, and each tool's positions
@@ -231,7 +234,8 @@ class ResolvedCase:
 
     __slots__ = ("id", "paths", "set", "task", "thresholds")
 
-    def __init__(self, case: Case, defaults: Thresholds, by_tool: ToolNormalisers | None = None) -> None:
+    def __init__(self, case: Case, defaults: Thresholds, by_tool: ToolNormalisers | None = None,
+                 order: str | None = None, steps_factor: float = DEFAULT_STEPS_FACTOR) -> None:
         self.id = case.id
         self.task = case.task
         self.set = case.set
@@ -239,46 +243,49 @@ class ResolvedCase:
         # a case's thresholds override the file's one field at a time
         self.thresholds = defaults.model_copy(update={k: getattr(own, k) for k in own.model_fields_set}) if own else defaults
         ref = case.reference
-        self.paths = [ReferencePath(ref, 0, None, by_tool)]
-        self.paths += [ReferencePath(a, i + 1, ref, by_tool) for i, a in enumerate(ref.alternatives)]
+        self.paths = [ReferencePath(ref, 0, None, by_tool, order, steps_factor)]
+        self.paths += [ReferencePath(a, i + 1, ref, by_tool, order, steps_factor) for i, a in enumerate(ref.alternatives)]
 
 
 # --- loading -------------------------------------------------------------------------------------
 
-def load_cases(path: str | Path, by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
+def load_cases(path: str | Path, by_tool: ToolNormalisers | None = None, *, order: str | None = None,
+               steps_factor: float = DEFAULT_STEPS_FACTOR) -> list[ResolvedCase]:
     """Read a YAML cases file or an ADK/agentevals ``EvalSet`` JSON file.
 
     ``by_tool``: per-tool argument normalisers (the policy's ``tools.<name>.arguments``), used
-    wherever the case names none for that argument.
+    wherever the case names none for that argument. ``order``: one order rule for every case and
+    alternative (``score --match``); ``steps_factor``: the step ceiling of a path without a
+    ``budget.max_steps``, as a multiple of its length (0: none).
     """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise CasesError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
-    return cases_from_text(text, str(p), by_tool)
+    return cases_from_text(text, str(p), by_tool, order=order, steps_factor=steps_factor)
 
 
-def cases_from_text(text: str, source: str = "<cases>", by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
+def cases_from_text(text: str, source: str = "<cases>", by_tool: ToolNormalisers | None = None, *,
+                    order: str | None = None, steps_factor: float = DEFAULT_STEPS_FACTOR) -> list[ResolvedCase]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
-        from .evalset import evalset_to_cases, is_evalset
-
         try:
             data = json.loads(text)
         except ValueError as exc:
             raise CasesError(source, [f"not valid JSON: {exc}"]) from None
         if is_evalset(data):
             data = evalset_to_cases(data, source)
-        return cases_from_dict(data, source, by_tool)
+        return cases_from_dict(data, source, by_tool, order=order, steps_factor=steps_factor)
     data, node = load_yaml(text, source, CasesError)
     try:
-        return cases_from_dict(data, source, by_tool)
+        return cases_from_dict(data, source, by_tool, order=order, steps_factor=steps_factor)
     except CasesError as exc:  # add the line of each error's path
         raise with_lines(exc, node) from None
 
 
-def cases_from_dict(data: Any, source: str = "<cases>", by_tool: ToolNormalisers | None = None) -> list[ResolvedCase]:
+def cases_from_dict(data: Any, source: str = "<cases>", by_tool: ToolNormalisers | None = None, *,
+                    order: str | None = None, steps_factor: float = DEFAULT_STEPS_FACTOR) -> list[ResolvedCase]:
     if not isinstance(data, dict):
         raise CasesError(source, [f"(top level): must be a mapping with 'cases', got {type(data).__name__}"])
     try:
@@ -294,7 +301,9 @@ def cases_from_dict(data: Any, source: str = "<cases>", by_tool: ToolNormalisers
                 errors.append(f"{where}.ordering: the constraints form a cycle")
     if errors:
         raise CasesError(source, errors)
-    return [ResolvedCase(c, model.thresholds, by_tool) for c in model.cases]
+    if order is not None and order not in ORDERS:
+        raise CasesError(source, [f"order {order!r}: one of {', '.join(ORDERS)}"])
+    return [ResolvedCase(c, model.thresholds, by_tool, order, steps_factor) for c in model.cases]
 
 
 def _has_cycle(n: int, pairs: frozenset[tuple[int, int]]) -> bool:

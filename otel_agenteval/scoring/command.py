@@ -12,9 +12,9 @@ from typing import Any
 from ..policy import Policy, PolicyError
 from ..trajectory import Trajectory
 from ..violation import Violation
-from . import compare, report
+from . import compare, formats, report
 from .bind import MappingError, case_id_of, load_mapping
-from .cases import CasesError, ResolvedCase, load_cases
+from .cases import DEFAULT_STEPS_FACTOR, ORDERS, CasesError, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
 from .score import score_run
 from .store import RunStore
@@ -27,8 +27,14 @@ trials by agenteval.trial, or by --mapping (lines 'TRACE_ID CASE_ID', or a YAML/
 The cases file is YAML, or a Google ADK / agentevals EvalSet JSON (expected tool_uses per case).
 Lengths count the final answer on both sides, so extra steps = tool calls - required calls
 (7 steps against a reference of 4 is +3). A run succeeds (for pass^k) when its verdict is pass or warn. A case fails the gate when pass^k at
---k is below --threshold (defaults: any failed run fails the case).
-Exit status: 0 ok, 1 a regression-set case fails the gate, 2 usage or input error."""
+--k is below --threshold (defaults: any failed run fails the case). A case no run names fails the gate too,
+whatever its set (the reason names the closest case ids the runs did carry): a job pointed at the
+wrong file, or at traces without agenteval.case.id, does not go green.
+--match overrides every case's order (agentevals-cli --trajectory-match-type EXACT / IN_ORDER /
+ANY_ORDER is --match exact / in_order / any_order); --max-steps-factor sets the step ceiling of
+references without a budget (default 2 x the reference length; 0: no ceiling, as agentevals).
+Exit status: 0 ok, 1 a regression-set case fails the gate or a case has no runs, 2 usage or input
+error, or no span could be read from the input (--allow-empty: neither is an error)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,9 +43,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files (any format replay reads)")
     p.add_argument("--cases", required=True, help="cases file: YAML, or ADK/agentevals EvalSet JSON")
     p.add_argument("--policy", help="policy YAML: which tools write, which rules run (default: none)")
+    p.add_argument("--match", type=str.lower, choices=ORDERS, metavar="{" + ",".join(ORDERS) + "}",
+                   help="one order rule for every case and alternative (default: each case's own)")
+    p.add_argument("--max-steps-factor", type=float, default=DEFAULT_STEPS_FACTOR, metavar="F",
+                   help="step ceiling where a reference sets no budget: F x its length (default 2; 0: none)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="no span in the input, or a case no run names, is not an error (exit 0)")
     p.add_argument("--mapping", help="trace id -> case id file, for runs without a case attribute")
-    p.add_argument("--format", choices=("table", "json", "markdown", "junit"), default="table",
-                   help="output format (default table)")
+    p.add_argument("--format", choices=("table", "json", "markdown", "junit", "html"), default="table",
+                   help="output format (default table); html: one self-contained page, to --output")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--k", type=int, default=1, help="k for the gate's pass^k (default 1)")
     p.add_argument("--threshold", type=float, default=1.0,
                    help="a case fails when pass^k at --k is below this (default 1.0)")
@@ -69,11 +82,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.threshold <= 1.0:
         _err("--threshold must be between 0 and 1")
         return 2
+    if not args.max_steps_factor >= 0 or args.max_steps_factor == float("inf"):
+        _err("--max-steps-factor must be 0 (no ceiling) or a positive number")
+        return 2
     try:
         policy = Policy.from_file(args.policy) if args.policy else Policy()
         # the policy's per-argument normalisers apply wherever a case names none
         by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
-        cases = load_cases(args.cases, by_tool)
+        cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
         mapping = load_mapping(args.mapping) if args.mapping else None
     except (CasesError, PolicyError, MappingError) as exc:
         print(exc, file=sys.stderr)
@@ -100,11 +116,21 @@ def run(args: argparse.Namespace) -> int:
             if isinstance(got, int):
                 return got
             docs.append(got)
-        _write(args, labels, docs, sys.stdout)
+        if args.output:
+            try:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    _write(args, labels, docs, out)
+            except OSError as exc:
+                _err(f"{args.output}: cannot write: {exc.strerror or exc}")
+                return 2
+            if not args.quiet:
+                _err(f"report written to {args.output}")
+        else:
+            _write(args, labels, docs, sys.stdout)
     finally:
         for store in stores:
             store.close()
-    return 1 if docs[0]["summary"]["gate"]["failed_regression_cases"] else 0
+    return 1 if docs[0]["summary"]["gate"]["failed"] else 0
 
 
 def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any]], out: Any) -> None:
@@ -120,12 +146,16 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
         if args.format == "json":
             doc = {**doc, "compare": {**cmp, "plot": None if skipped else str(args.plot),
                                        "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
-    if args.format == "json":
+    if args.format == "html":
+        from .html import labels_title, write_html
+
+        write_html(doc, out, cmp, title=labels_title(labels))
+    elif args.format == "json":
         report.write_json(doc, out)
     elif args.format == "markdown":
-        report.write_markdown(doc, out)
+        formats.write_markdown(doc, out)
     elif args.format == "junit":
-        out.write(report.to_junit(doc) + "\n")
+        out.write(formats.to_junit(doc) + "\n")
     else:
         report.write_table(doc, out, all_steps=args.all_steps)
         if cmp is not None:
@@ -149,12 +179,14 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
                 mapping: dict[str, str] | None, args: argparse.Namespace, store: RunStore) -> dict[str, Any] | int:
     """Replay ``paths``, score each run as it finishes and spool its detail to ``store``; build the report."""
     from ..replay import InputError, RejectedInput, replay
-    from ..replay.command import _Progress  # the same bar as replay: stderr, only on a TTY
+    from ..replay.command import _Progress, no_spans_message  # the same bar and check as replay
 
     by_id = {c.id: CaseResult(c) for c in cases}
     violations: dict[str, list[Violation]] = {}
     unbound = 0
     unknown: Counter[str] = Counter()
+    unbound_runs: list[dict[str, Any]] = []  # listed in every format, up to report.UNBOUND_LISTED
+    failed: list[str] = []  # runs whose scoring raised: the command fails (exit 2)
 
     def found(v: Violation) -> None:
         violations.setdefault(v.trace_id, []).append(v)
@@ -169,11 +201,17 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
                 unbound += 1
             else:
                 unknown[cid] += 1
+            if len(unbound_runs) < report.UNBOUND_LISTED:
+                unbound_runs.append({"trace_id": t.trace_hex, "case_id": cid, "agent": t.agent_name,
+                                     "tool_calls": t.tool_calls, "outcome": t.outcome})
             return
         # replay keys runs by trace: one run per trace, so its violations can go now
         found_here = violations.pop(t.trace_hex, ())
-        scored = score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments)
-        result.runs.append(store.add(scored))
+        try:
+            scored = score_run(t, result.case, policy, found_here, keep_arguments=args.show_arguments)
+            result.runs.append(store.add(scored))
+        except Exception as exc:  # noqa: BLE001 (the engine would count it and carry on: a lost run must not pass)
+            failed.append(f"trace {t.trace_hex}: {type(exc).__name__}: {exc}")
 
     progress = _Progress([Path(p) for p in paths], enabled=not args.quiet and sys.stderr.isatty())
 
@@ -195,6 +233,14 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
         _err(str(exc))
         return 2
     progress.clear()
+    if failed:
+        _err(f"{len(failed)} runs could not be scored (an internal error; please report it): {failed[0]}")
+        return 2
+    counts = got.counts.as_dict()
+    empty = no_spans_message(counts)
+    if empty and not args.allow_empty:
+        _err(empty)
+        return 2
     results = list(by_id.values())
     for r in results:
         r.runs.sort(key=lambda s: (s.trial is None, s.trial if s.trial is not None else 0))
@@ -208,11 +254,13 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"{unbound} runs carry no case id (set agenteval.case.id on the root span, or use --mapping)")
         for cid, n in unknown.items():
             _err(f"{n} runs name case {cid!r}, which the cases file does not have")
-        for r in results:
-            if not r.n:
-                _err(f"case {r.case.id}: no runs found")
-    counts = got.counts.as_dict()
     extra = {"runs": sum(r.n for r in results), "unbound_runs": unbound, "unknown_cases": dict(unknown),
+             "unbound": {"listed": unbound_runs, "not_listed": unbound + sum(unknown.values()) - len(unbound_runs)},
              "input": counts}
-    return report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,
-                        show_arguments=args.show_arguments, extra_summary=extra)
+    doc = report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,
+                       show_arguments=args.show_arguments, extra_summary=extra, allow_empty=args.allow_empty)
+    if not args.quiet:
+        for empty_case in doc["summary"]["gate"]["cases_without_runs"]:
+            _err(f"case {empty_case['id']}: {empty_case['reason']}"
+                 + ("" if args.allow_empty else " (fails the gate; --allow-empty to accept)"))
+    return doc

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cases import CasesError
+from .errors import CasesError
+
+ADK_THRESHOLDS = {"argument_accuracy": 0.0}
+
+
+def _adk_reference(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"order": "exact", "args_match": "exact", "required": calls}
 
 
 def _get(d: dict[str, Any], snake: str) -> Any:
@@ -29,8 +35,11 @@ def is_evalset(data: Any) -> bool:
 def evalset_to_cases(data: Any, source: str = "<evalset>") -> dict[str, Any]:
     """An ``EvalSet`` as a cases mapping: each invocation's ``tool_uses``, in order, ``exact``.
 
-    ADK's default trajectory criterion is an exact match of the expected tool calls, so the
-    required calls keep that order rule. Cases are capability cases unless the file says more.
+    ADK's ``tool_trajectory_avg_score`` compares calls by name and arguments with ``==``, in the
+    match type's order (EXACT by default): so the required calls take order ``exact``,
+    ``args_match: exact``, and no argument-accuracy floor (ADK has none; a call to a reference
+    tool with other arguments is judged by the order rule alone). ``score --match in_order``
+    / ``any_order`` give IN_ORDER / ANY_ORDER. Cases are capability cases.
     """
     errors: list[str] = []
     cases: list[dict[str, Any]] = []
@@ -44,7 +53,7 @@ def evalset_to_cases(data: Any, source: str = "<evalset>") -> dict[str, Any]:
                     continue
                 calls.append({"tool": name, "args": use.get("tool_input") or {}})
             cases.append({"id": str(item.get("id") or f"case-{i + 1}"), "task": item.get("query"),
-                          "reference": {"order": "exact", "required": calls}})
+                          "reference": _adk_reference(calls), "thresholds": ADK_THRESHOLDS})
     else:
         for i, case in enumerate(_get(data, "eval_cases") or []):
             where = f"eval_cases.{i}"
@@ -67,7 +76,8 @@ def evalset_to_cases(data: Any, source: str = "<evalset>") -> dict[str, Any]:
                         errors.append(f"{where}.conversation.{k}.intermediate_data.tool_uses.{j}.name: missing")
                         continue
                     calls.append({"tool": use["name"], "args": use.get("args") or {}})
-            cases.append({"id": str(case_id), "task": task, "reference": {"order": "exact", "required": calls}})
+            cases.append({"id": str(case_id), "task": task, "reference": _adk_reference(calls),
+                          "thresholds": ADK_THRESHOLDS})
     if errors:
         raise CasesError(source, errors)
     return {"cases": cases}

@@ -26,6 +26,10 @@ class ScoredRun(Protocol):
     cost_usd: float
     duration_s: float
     run_steps: int
+    reference_steps: int
+    tool_errors: int
+    recovered: int
+    redundant_calls: int
 
     @property
     def passed(self) -> bool: ...
@@ -94,6 +98,27 @@ class CaseResult:
         return pass_hat_k(self.n, self.c, k) < threshold
 
 
+def efficiency(runs: Sequence[ScoredRun]) -> dict[str, Any]:
+    """Recovery rate, step efficiency and redundant-call rate over ``runs`` (a case, or a set).
+
+    Recovery: (tried_other + successful retries) over tool errors, pooled; step efficiency:
+    the mean of reference length over run length (at most 1); redundant calls: calls repeating
+    an earlier identical call of the run, over calls, pooled. ``None`` where nothing counts.
+    """
+    errors = sum(r.tool_errors for r in runs)
+    recovered = sum(r.recovered for r in runs)
+    calls = sum(r.run_steps - 1 for r in runs)
+    redundant = sum(r.redundant_calls for r in runs)
+    eff = [min(1.0, r.reference_steps / r.run_steps) for r in runs if r.run_steps]
+    return {
+        "tool_errors": errors, "recovered": recovered,
+        "recovery_rate": round(recovered / errors, 4) if errors else None,
+        "step_efficiency": round(sum(eff) / len(eff), 4) if eff else None,
+        "redundant_calls": redundant,
+        "redundant_call_rate": round(redundant / calls, 4) if calls else None,
+    }
+
+
 def _rounded(d: dict[int, float]) -> dict[str, float]:
     return {str(k): round(v, 4) for k, v in d.items()}
 
@@ -133,6 +158,7 @@ def set_summary(results: Sequence[CaseResult], k_max: int | None = None) -> dict
         },
         "latency_s": {"p50": round(percentile(latency, 50), 3), "p95": round(percentile(latency, 95), 3)},
         "steps": {"p50": percentile(steps, 50), "p95": percentile(steps, 95), "max": max(steps, default=0.0)},
+        "efficiency": efficiency(runs),
     }
 
 

@@ -1,4 +1,5 @@
-"""The score report: one document (``build``), rendered as JSON, a table, Markdown or JUnit XML.
+"""The score report: one document (``build``), rendered as JSON or a table (Markdown and JUnit
+XML in ``formats.py``, HTML in ``html.py``).
 
 Each case's ``runs`` is lazy (:class:`Runs`): run details are read (from memory or the spool)
 while a renderer writes them, so a report of a hundred thousand runs is never whole in memory.
@@ -6,17 +7,18 @@ while a renderer writes them, so a report of a hundred thousand runs is never wh
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
-from xml.etree import ElementTree as ET
 
 import orjson
 
-from .reliability import CaseResult, pass_hat_k, set_summary
+from .reliability import CaseResult, efficiency, pass_hat_k, set_summary
 from .store import RunRecord, run_json
 
 SETS = ("regression", "capability")
+UNBOUND_LISTED = 1000  # runs bound to no case, listed by trace id (the rest counted)
 PRETTY_UP_TO = 1000  # runs: JSON is indented up to this, compact (and streamed) beyond
 
 
@@ -48,9 +50,27 @@ class Runs:
         return bool(self._runs)
 
 
+def closest_ids(case_id: str, named: Sequence[str], n: int = 3) -> list[str]:
+    """The case ids runs did carry that look most like ``case_id`` (a typo, a renamed case)."""
+    close = difflib.get_close_matches(case_id, list(named), n=n, cutoff=0.5)
+    return close or list(named)[:n]
+
+
 def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int | None = None,
-          show_arguments: bool = False, extra_summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The report as plain data: per case (runs, pass^k keyed by k), per set summaries, the gate."""
+          show_arguments: bool = False, extra_summary: dict[str, Any] | None = None,
+          allow_empty: bool = False) -> dict[str, Any]:
+    """The report as plain data: per case (runs, pass^k keyed by k), per set summaries, the gate.
+
+    A case with no runs fails the gate whatever its set (``allow_empty``: it is only reported);
+    the reason names the closest case ids that runs carried but the file does not have.
+    """
+    named = list((extra_summary or {}).get("unknown_cases", {}))
+    without: list[dict[str, Any]] = []
+    for r in results:
+        if not r.n:
+            closest = closest_ids(r.case.id, named)
+            reason = "no run named this case" + (f"; closest unbound case ids: {', '.join(closest)}" if closest else "")
+            without.append({"id": r.case.id, "set": r.case.set, "reason": reason, "closest_unbound": closest})
     cases = []
     for r in results:
         n, c = r.n, r.c
@@ -63,7 +83,10 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
             "passes": c,
             "pass_hat_k": {str(i): round(v, 4) for i, v in r.curve(k_max).items()} if n else {},
             "pass_at_k": {str(i): round(v, 4) for i, v in r.pass_at(k_max).items()} if n else {},
-            "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold, "failed": r.failed(k, threshold)},
+            "efficiency": efficiency(r.runs),
+            "gate": {"k": k, "pass_hat_k": gate, "threshold": threshold,
+                     "failed": r.failed(k, threshold) and not (allow_empty and not n),
+                     **({"reason": next(w["reason"] for w in without if w["id"] == r.case.id)} if not n else {})},
             "runs": Runs(r.runs, show_arguments),
         })
     summary: dict[str, Any] = {}
@@ -71,10 +94,11 @@ def build(results: Sequence[CaseResult], *, k: int, threshold: float, k_max: int
         members = [r for r in results if r.case.set == name]
         if members:
             summary[name] = set_summary(members, k_max)
-    failed = [r.case.id for r in results if r.failed(k, threshold)]
-    summary["gate"] = {"k": k, "threshold": threshold, "failed_cases": failed,
-                       "failed_regression_cases": [r.case.id for r in results
-                                                   if r.case.set == "regression" and r.failed(k, threshold)]}
+    failing = [r for r in results if r.failed(k, threshold) and not (allow_empty and not r.n)]
+    regression = [r.case.id for r in failing if r.case.set == "regression"]
+    summary["gate"] = {"k": k, "threshold": threshold, "failed_cases": [r.case.id for r in failing],
+                       "failed_regression_cases": regression, "cases_without_runs": without,
+                       "allow_empty": allow_empty, "failed": bool(regression or (without and not allow_empty))}
     summary.update(extra_summary or {})
     return {"cases": cases, "summary": summary}
 
@@ -129,8 +153,10 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         status = "FAILED" if gate["failed"] else "ok"
         out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
                    f"pass^k {_curve(case['pass_hat_k'])}  [{status}]")
+        if case["runs"]:
+            out.append(f"  {_efficiency(case['efficiency'])}")
         if not case["runs"]:
-            out.append("  no runs found for this case")
+            out.append(f"  {case['gate'].get('reason', 'no run named this case')}")
         for i, run in enumerate(case["runs"], 1):
             trial = run["trial"] if run["trial"] is not None else i
             out.append(f"  trial {trial}  trace {run['trace_id']}  {run['verdict'].upper():4}  "
@@ -138,6 +164,7 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
                        f"argument accuracy {_fmt_acc(run['argument_accuracy'])}  "
                        f"extra steps {run['extra_steps']:+d}  duplicate writes {run['duplicate_writes']}  "
                        f"cost {_money(run['cost_usd'])}")
+            out.append(f"    {_run_efficiency(run)}")
             if run["reference"] != "main":
                 out.append(f"    matched {run['reference']}")
             for reason in run["reasons"]:
@@ -150,6 +177,25 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         out.append("")
         stream.write("\n".join(out) + "\n")
     stream.write("\n".join(_summary_lines(doc["summary"])) + "\n")
+
+
+def _rate(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _efficiency(e: dict[str, Any]) -> str:
+    return (f"recovery rate {_rate(e['recovery_rate'])} ({e['recovered']} of {e['tool_errors']} tool errors)  "
+            f"step efficiency {_rate(e['step_efficiency'])}  "
+            f"redundant-call rate {_rate(e['redundant_call_rate'])} ({e['redundant_calls']} calls)")
+
+
+def _run_efficiency(run: dict[str, Any]) -> str:
+    rec = run["recovery"]
+    nexts = ", ".join(f"step {n['step']} {n['tool']}: {n['next']}" + (" (ok)" if n["retry_ok"] else "")
+                      for n in rec["next"])
+    return (f"recovery {_rate(rec['rate'])}" + (f" [{nexts}]" if nexts else "")
+            + f"  step efficiency {_rate(run['step_efficiency'])}"
+            + f"  redundant calls {run['redundant_calls']} (rate {_rate(run['redundant_call_rate'])})")
 
 
 def _call(step: dict[str, Any]) -> str:
@@ -188,99 +234,41 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
         out.append(f"  cost per success {_money(c['per_success'])}, p50 {_money(c['p50'])}, p95 {_money(c['p95'])}; "
                    f"latency p50 {s['latency_s']['p50']:.2f}s p95 {s['latency_s']['p95']:.2f}s; "
                    f"steps p50 {s['steps']['p50']:g} p95 {s['steps']['p95']:g} max {s['steps']['max']:g}")
+        out.append(f"  {_efficiency(s['efficiency'])}")
         if s["cases_without_runs"]:
             out.append(f"  no runs: {', '.join(s['cases_without_runs'])}")
     g = summary["gate"]
-    failed = g["failed_regression_cases"]
-    out.append(f"gate: pass^{g['k']} >= {g['threshold']:g}; "
-               + (f"regression cases failing: {', '.join(failed)}" if failed else "no regression case fails"))
+    out.append(gate_line(g))
+    for w in g.get("cases_without_runs", ()):
+        out.append(f"  case {w['id']} ({w['set']}): {w['reason']}" + (" (allowed)" if g.get("allow_empty") else ""))
     if summary.get("unbound_runs"):
         out.append(f"runs without a case: {summary['unbound_runs']}")
     if summary.get("unknown_cases"):
         out.append("runs naming unknown cases: " + ", ".join(f"{k} ({v})" for k, v in summary["unknown_cases"].items()))
+    for u in _unbound(summary):
+        out.append(f"  unbound run {u['trace_id']}  {_unbound_why(u)}")
+    rest = summary.get("unbound", {}).get("not_listed", 0)
+    if rest:
+        out.append(f"  ... and {rest} more unbound runs")
     return out
 
 
-# --- markdown --------------------------------------------------------------------------------------
-
-def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
-    out = ["# Trajectory scores", ""]
-    for name in SETS:
-        s = doc["summary"].get(name)
-        if s is None:
-            continue
-        c = s["cost_usd"]
-        out += [f"## {name.title()} set", "",
-                "| cases | runs | pass rate | pass^k | cost per success | p95 cost | p95 latency |",
-                "|---:|---:|---:|---|---:|---:|---:|",
-                (f"| {s['cases']} | {s['runs']} | {_fmt_acc(s['pass_rate'])} | {_curve(s['pass_hat_k'])} | "
-                 f"{_money(c['per_success'])} | {_money(c['p95'])} | {s['latency_s']['p95']:.2f}s |"), ""]
-    out += ["## Cases", "", "| case | set | passed | pass^k | gate |", "|---|---|---:|---|---|"]
-    for case in doc["cases"]:
-        out.append(f"| {case['id']} | {case['set']} | {case['passes']}/{case['trials']} | "
-                   f"{_curve(case['pass_hat_k'])} | {'**FAILED**' if case['gate']['failed'] else 'ok'} |")
-    out.append("")
-    stream.write("\n".join(out) + "\n")
-    for case in doc["cases"]:
-        out = []
-        headed = False
-        for run in case["runs"]:
-            if run["verdict"] == "pass":
-                continue
-            if not headed:
-                out += [f"### {case['id']}", ""]
-                headed = True
-            out += [(f"**trace `{run['trace_id']}`: {run['verdict']}** — coverage {'pass' if run['coverage'] else 'fail'}, "
-                     f"argument accuracy {_fmt_acc(run['argument_accuracy'])}, extra steps {run['extra_steps']:+d}, "
-                     f"duplicate writes {run['duplicate_writes']}"), ""]
-            out += [f"- {r}" for r in run["reasons"]] + [""]
-            out += ["| step | call | verdict |", "|---:|---|---|"]
-            for s in run["steps"]:
-                out.append(f"| {s['step']} | `{_call(s)}` | {s['mark']} |")
-            out += [f"| {run['run_steps']} | final answer | |", ""]
-            if len(out) > 200:
-                stream.write("\n".join(out) + "\n")
-                out = []
-        if out:
-            stream.write("\n".join(out) + "\n")
+def gate_line(g: dict[str, Any]) -> str:
+    failed = g["failed_regression_cases"]
+    empty = [w["id"] for w in g.get("cases_without_runs", ())]
+    parts = [f"regression cases failing: {', '.join(failed)}" if failed else "no regression case fails"]
+    if empty:
+        parts.append(f"cases with no runs: {', '.join(empty)}" + (" (allowed)" if g.get("allow_empty") else ""))
+    verdict = "FAILED" if g.get("failed") else "passed"
+    return f"gate: pass^{g['k']} >= {g['threshold']:g}; " + "; ".join(parts) + f" [{verdict}]"
 
 
-# --- junit -----------------------------------------------------------------------------------------
+def _unbound(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = summary.get("unbound", {}).get("listed", [])
+    return listed
 
-JUNIT_RUNS_SHOWN = 20  # failed runs listed per failing case
 
-
-def to_junit(doc: dict[str, Any]) -> str:
-    """One test case per case; it fails when pass^k at the gate's k is below the threshold."""
-    cases = doc["cases"]
-    g = doc["summary"]["gate"]
-    failures = sum(1 for c in cases if c["gate"]["failed"])
-    root = ET.Element("testsuites", name="otel-agenteval score", tests=str(len(cases)), failures=str(failures))
-    for name in SETS:
-        members = [c for c in cases if c["set"] == name]
-        if not members:
-            continue
-        suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(members)),
-                              failures=str(sum(1 for c in members if c["gate"]["failed"])), errors="0")
-        for c in members:
-            tc = ET.SubElement(suite, "testcase", classname=f"agenteval.{name}", name=c["id"])
-            gate = c["gate"]
-            if not gate["failed"]:
-                continue
-            if gate["pass_hat_k"] is None:
-                msg = f"{c['trials']} trials, fewer than k={g['k']}"
-            else:
-                msg = f"pass^{g['k']} {gate['pass_hat_k']:.2f} below {g['threshold']:g}"
-            fail = ET.SubElement(tc, "failure", message=msg, type="pass_hat_k")
-            lines = []
-            failed_runs = 0
-            for run in c["runs"]:
-                if run["verdict"] == "fail":
-                    failed_runs += 1
-                    if failed_runs <= JUNIT_RUNS_SHOWN:
-                        lines.append(f"trace {run['trace_id']}: " + "; ".join(run["reasons"]))
-            if failed_runs > JUNIT_RUNS_SHOWN:
-                lines.append(f"... and {failed_runs - JUNIT_RUNS_SHOWN} more failed runs")
-            fail.text = "\n".join(lines) or msg
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+def _unbound_why(u: dict[str, Any]) -> str:
+    if u["case_id"] is None:
+        return "carries no case id (agenteval.case.id / agentevals.eval.case.id; or --mapping)"
+    return f"names case {u['case_id']!r}, which the cases file does not have"

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..policy import Policy
+from ..recovery import Recovery, recoveries, recovery_rate, repeated_calls
 from ..trajectory import Trajectory, parse_arguments, rebuild
 from ..violation import Violation
 from .bind import trial_of
 from .cases import ReferencePath, ResolvedCase
 from .match import Match, fitting_steps, match
+from .transcript import hidden, messages_of_run
 
 _RANK = {"pass": 0, "warn": 1, "fail": 2}
 
@@ -89,12 +91,17 @@ class RunScore:
     cost_usd: float = 0.0
     duration_s: float = 0.0
     outcome: str = "unknown"
+    recoveries: list[Recovery] = field(default_factory=list)  # one per failed tool call
+    redundant_calls: int = 0  # calls repeating an earlier successful identical call of this run
+    messages: list[dict[str, Any]] | None = None  # the run's messages, where spans captured them
 
     def __init__(self, case_id: str, trace_id: str, trial: int | None, agent: str, verdict: str, reasons: list[str],
                  coverage: bool, argument_accuracy: float | None, extra_steps: int, duplicate_writes: int,
                  run_steps: int, reference_steps: int, reference: int, steps: list[StepMark],
                  first_divergence: str | None, violations: list[tuple[str, str, str | None]] | None = None,
-                 cost_usd: float = 0.0, duration_s: float = 0.0, outcome: str = "unknown") -> None:
+                 cost_usd: float = 0.0, duration_s: float = 0.0, outcome: str = "unknown",
+                 recoveries: list[Recovery] | None = None, redundant_calls: int = 0,
+                 messages: list[dict[str, Any]] | None = None) -> None:
         self.case_id = case_id
         self.trace_id = trace_id
         self.trial = trial
@@ -114,9 +121,40 @@ class RunScore:
         self.cost_usd = cost_usd
         self.duration_s = duration_s
         self.outcome = outcome
+        self.recoveries = [] if recoveries is None else recoveries
+        self.redundant_calls = redundant_calls
+        self.messages = messages
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)
+
+    @property
+    def tool_errors(self) -> int:
+        return len(self.recoveries)
+
+    @property
+    def recovered(self) -> int:
+        return sum(1 for r in self.recoveries if r.recovered)
+
+    @property
+    def recovery_rate(self) -> float | None:
+        """(tried_other + successful retries) / tool errors; ``None`` without errors."""
+        return recovery_rate(self.recoveries)
+
+    @property
+    def tool_calls(self) -> int:
+        return self.run_steps - 1
+
+    @property
+    def step_efficiency(self) -> float:
+        """Reference length over run length (each with its final answer), at most 1."""
+        return min(1.0, self.reference_steps / self.run_steps)
+
+    @property
+    def redundant_call_rate(self) -> float | None:
+        """Calls repeating an earlier successful identical call, over calls; ``None`` without calls."""
+        calls = self.tool_calls
+        return self.redundant_calls / calls if calls else None
 
     @property
     def passed(self) -> bool:
@@ -124,7 +162,8 @@ class RunScore:
         return self.verdict != "fail"
 
     def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
-        return {
+        calls = self.run_steps - 1
+        d = {
             "trace_id": self.trace_id,
             "trial": self.trial,
             "agent": self.agent,
@@ -142,8 +181,26 @@ class RunScore:
             "cost_usd": round(self.cost_usd, 6),
             "duration_s": round(self.duration_s, 3),
             "outcome": self.outcome,
+            "recovery": self._recovery_dict(),
+            "step_efficiency": round(min(1.0, self.reference_steps / self.run_steps), 4),
+            "redundant_calls": self.redundant_calls,
+            "redundant_call_rate": round(self.redundant_calls / calls, 4) if calls else None,
             "steps": [s.to_dict(show_arguments) for s in self.steps],
         }
+        if self.messages is not None:
+            d["messages"] = self.messages if show_arguments else hidden(self.messages)
+        return d
+
+    def _recovery_dict(self) -> dict[str, Any]:
+        found = self.recoveries
+        if not found:
+            return {"tool_errors": 0, "recovered": 0, "rate": None, "next": []}
+        return {"tool_errors": len(found), "recovered": self.recovered, "rate": _round(self.recovery_rate),
+                "next": [{"step": r.index + 1, "tool": r.tool, "next": r.next, "retry_ok": r.retry_ok} for r in found]}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
 
 
 def duplicate_write_steps(t: Trajectory, policy: Policy,
@@ -187,8 +244,12 @@ def score_run(t: Trajectory, case: ResolvedCase, policy: Policy,
     if trial is None:
         trial = trial_of(t)
     best: RunScore | None = None
+    # what does not depend on the path: once per run
+    found = recoveries(t.steps) if t.tool_errors else None
+    redundant = repeated_calls(t.steps)
+    messages = messages_of_run(t.root_attributes)
     for path in case.paths:
-        s = _score_path(t, case, path, policy, violations, trial, keep_arguments)
+        s = _score_path(t, case, path, policy, violations, trial, keep_arguments, found, redundant, messages)
         if best is None or _better(s, best):
             best = s
     assert best is not None
@@ -202,7 +263,9 @@ def _better(a: RunScore, b: RunScore) -> bool:
 
 
 def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: Policy,
-                violations: Sequence[Violation], trial: int | None, keep_arguments: bool = True) -> RunScore:
+                violations: Sequence[Violation], trial: int | None, keep_arguments: bool = True,
+                found: list[Recovery] | None = None, redundant: int = 0,
+                messages: list[dict[str, Any]] | None = None) -> RunScore:
     calls = t.steps
     dups, repeats = duplicate_write_steps(t, policy, path)
     fitting = fitting_steps(path, calls)
@@ -257,7 +320,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     fail.extend(m.reasons)
     if accuracy is not None and accuracy < th.argument_accuracy:
         fail.append(f"argument accuracy {accuracy:.2f} below {th.argument_accuracy:.2f} ({right} of {to_ref} right)")
-    if run_steps > path.max_steps:
+    if path.max_steps is not None and run_steps > path.max_steps:
         fail.append(f"over budget: {run_steps} steps > {path.max_steps}")
     if path.max_cost_usd is not None and t.cost_usd > path.max_cost_usd:
         fail.append(f"over budget: cost ${t.cost_usd:.4f} > ${path.max_cost_usd:.4f}")
@@ -277,6 +340,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
         reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
         violations=[(v.rule, v.severity, v.span_id) for v in violations],
         cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,
+        recoveries=found, redundant_calls=redundant, messages=messages,
     )
 
 
@@ -286,11 +350,11 @@ def _matches(n: int) -> str:
 
 
 def _wrong_arguments(expected: Sequence[Any], arguments: Mapping[str, Any]) -> str:
-    """Which argument names differ from the closest required call of the tool (names only)."""
+    """Which argument names differ from the closest required call of the tool (names only;
+    ``+name``: an argument the reference does not expect, under ``exact`` or ``subset``)."""
     best: list[str] | None = None
     for exp in expected:
-        bad = [k for k, rule in exp.rules.items()
-               if not rule.ignore and (k not in arguments or not rule.matches(exp.args[k], arguments[k]))]
+        bad = exp.wrong(arguments)
         if best is None or len(bad) < len(best):
             best = bad
     return "wrong: " + ", ".join(best or [])

@@ -18,7 +18,8 @@ from .score import RunScore
 class RunRecord:
     """One scored run: the numbers the summaries use, and where its detail is in the spool."""
 
-    __slots__ = ("_at", "_size", "_store", "cost_usd", "duration_s", "run_steps", "trial", "verdict")
+    __slots__ = ("_at", "_size", "_store", "cost_usd", "duration_s", "recovered", "redundant_calls", "reference_steps",
+                 "run_steps", "tool_errors", "trial", "verdict")
 
     def __init__(self, score: RunScore, store: RunStore, at: int, size: int) -> None:
         self.trial = score.trial
@@ -26,6 +27,10 @@ class RunRecord:
         self.cost_usd = score.cost_usd
         self.duration_s = score.duration_s
         self.run_steps = score.run_steps
+        self.reference_steps = score.reference_steps
+        self.tool_errors = score.tool_errors
+        self.recovered = score.recovered
+        self.redundant_calls = score.redundant_calls
         self._store = store
         self._at = at
         self._size = size
