@@ -50,17 +50,18 @@ def _messages(*pairs: tuple[str, str]) -> str:
     return json.dumps([{"role": r, "parts": [{"type": "text", "content": c}]} for r, c in pairs])
 
 
-def record_all_rules(h: Any, at: float = 0.0) -> int:
+def record_all_rules(h: Any, at: float = 0.0, conv: str = "c1", across_traces: bool = True) -> int:
     """Runs that fire every rule of :data:`ALL_RULES_POLICY`, plus span shapes a receiver must
     carry (tokens, errors with events, typed attributes, a remote parent, a trace without agent
-    activity). Returns the number of traces made."""
+    activity). Returns the number of traces made. ``across_traces=False``: the duplicate write
+    happens within one run, so no check needs another trace (sharding by trace id)."""
     from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
     from conftest import ns
 
     claim = {"order_id": "88120", "reason": "damaged"}
     # 1. a failed write retried with the same arguments: write_retried_after_error
-    root = h.agent("support", at, conv="c1")
+    root = h.agent("support", at, conv=conv)
     h.chat(root, at=at + 0.5, inp=1200, out=80)
     h.tool(root, "lookup_order", {"order_id": "88120"}, at=at + 1, result='{"status": "delivered"}',
            end_attrs={"x.list": ["a", "b"], "x.int": 3, "x.float": 1.5, "x.bool": True})
@@ -69,17 +70,20 @@ def record_all_rules(h: Any, at: float = 0.0) -> int:
                                                                 "gen_ai.tool.call.arguments": json.dumps(claim)})
     h.end(span, at + 2.2, events=[("exception", {"exception.type": "shop.ClaimError", "exception.message": "boom"})],
           error="ClaimError: boom")
-    h.tool(root, "create_claim", claim, at=at + 3, conv="c1")
+    h.tool(root, "create_claim", claim, at=at + 3, conv=conv)
     h.end(root, at + 4)
-    # 2. the same write in a later run of the conversation: duplicate_write
-    h.run("support", [("create_claim", claim)], at=at + 10, conv="c1")
+    # 2. the same write in a later run of the conversation (or in the same run): duplicate_write
+    if across_traces:
+        h.run("support", [("create_claim", claim)], at=at + 10, conv=conv)
+    else:
+        h.run("support", [("create_claim", claim), ("create_claim", claim)], at=at + 10, conv=conv + "-2")
     # 3. seven steps, six allowed: budget_breach
     h.run("support", [("lookup_order", {"order_id": str(i)}) for i in range(7)], at=at + 20)
     # 4. a refund the customer agreed to for another amount: write_without_confirmation
-    root = h.agent("support", at + 30, conv="c2")
+    root = h.agent("support", at + 30, conv=conv + "-refund")
     h.chat(root, at=at + 31, inp=300, out=20, end_attrs={"gen_ai.input.messages": _messages(
         ("assistant", "I can refund $45.00 for order 88120. Go ahead?"), ("user", "Yes please, order 88120"))})
-    h.tool(root, "issue_refund", {"order_id": "88120", "amount": 120}, at=at + 32, conv="c2")
+    h.tool(root, "issue_refund", {"order_id": "88120", "amount": 120}, at=at + 32, conv=conv + "-refund")
     h.end(root, at + 33)
     # 5. a destructive tool, unconfirmed: unauthorized_action
     h.run("support", [("close_account", {"account": "A-1"})], at=at + 40)
@@ -199,3 +203,29 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[tup
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+
+
+# --- the loadbalancing exporter's split -----------------------------------------------------------
+class HashRing:
+    """The Collector ``loadbalancing`` exporter's consistent hash ring (``consistent_hashing.go``):
+    100 positions per endpoint at ``crc32(endpoint + byte(i)) % 36000`` (first come keeps a taken
+    position), a trace at ``crc32(trace id bytes) % 36000``, served by the next position clockwise."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        import zlib
+
+        taken: dict[int, str] = {}
+        for e in endpoints:
+            for i in range(100):
+                pos = zlib.crc32(e.encode() + bytes([i])) % 36000
+                taken.setdefault(pos, e)
+        self._items = sorted(taken.items())
+        self._positions = [p for p, _ in self._items]
+
+    def endpoint_for(self, trace_id: int) -> str:
+        import bisect
+        import zlib
+
+        pos = zlib.crc32(trace_id.to_bytes(16, "big")) % 36000
+        i = bisect.bisect_left(self._positions, pos)
+        return self._items[i if i < len(self._items) else 0][1]

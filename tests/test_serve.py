@@ -25,7 +25,7 @@ def receiver():
     def make(policy=None, **config):
         found = []
         done = []
-        cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0, grace_s=0.2, idle_s=1.0, **config)
+        cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0, grace_s=0.2, idle_s=1.0, log_violations=False, **config)
         r = Receiver(cfg, policy, registry=CollectorRegistry(), on_violation=(found.append,),
                      on_trajectory=(done.append,)).start()
         r.violations, r.trajectories = found, done
