@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -229,3 +230,22 @@ class HashRing:
         pos = zlib.crc32(trace_id.to_bytes(16, "big")) % 36000
         i = bisect.bisect_left(self._positions, pos)
         return self._items[i if i < len(self._items) else 0][1]
+
+
+# --- a rule that holds the engine (backpressure tests) ----------------------------------------------
+GATE = threading.Event()
+GATE.set()
+
+
+def gate_rule(event: Any, check: Any) -> None:
+    """Custom rule (``custom_rules: ["serve_support:gate_rule"]``): waits while :data:`GATE` is
+    clear, the way a slow rule or an overloaded host stalls the engine."""
+    GATE.wait(60)
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0

@@ -89,6 +89,8 @@ class ReceiverMetrics:
                              ("protocol", "result"), registry=registry)
         self.traces = Counter("agenteval_receiver_traces", "Traces played into the engine, by why they were due.",
                               ("reason",), registry=registry)
+        self.duplicates = Counter("agenteval_receiver_duplicate_spans",
+                                  "Spans received twice for a trace (client retries), played once.", registry=registry)
         self.errors = Counter("agenteval_receiver_errors", "Unexpected errors in the receiver, by stage.",
                               ("stage",), registry=registry)
         self.queue_spans = Gauge("agenteval_receiver_queue_spans", "Spans waiting in the ingest queue.",
@@ -136,6 +138,7 @@ class Pipeline:
         c.held_spans.set_function(lambda: self.feeder.held_spans)
         c.held_traces.set_function(lambda: self.feeder.held_traces)
         self._counted = dict(self.feeder.completed)
+        self._duplicates = 0
         self._thread = threading.Thread(target=self._run, name="agenteval-consumer", daemon=True)
         self.finished = threading.Event()
 
@@ -183,3 +186,7 @@ class Pipeline:
             if delta:
                 self.counters.traces.labels(reason).inc(delta)
                 self._counted[reason] = n
+        dup = self.feeder.duplicates
+        if dup != self._duplicates:
+            self.counters.duplicates.inc(dup - self._duplicates)
+            self._duplicates = dup

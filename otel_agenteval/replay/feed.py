@@ -18,7 +18,8 @@ of other services still join it), or after ``idle_s`` with no new span (no root:
 open finish as ``incomplete``). A played trace is one tree: a remote parent that is in the
 trace is made local, so the tool spans of another service join the agent's run; start and end
 calls keep parents before children even across skewed clocks. Past ``max_spans`` the oldest
-trace is played at once (``capacity``); spans of a played trace are ``late``. Between plays
+trace is played at once (``capacity``); spans of a played trace are ``late``, and a span
+sent twice (a retry) is played once (``duplicates``). Between plays
 the engine holds nothing open.
 """
 
@@ -50,7 +51,7 @@ class _Held:
 
 class Feeder:
     __slots__ = ("_clock", "_end_only", "_engine", "_grace", "_idle", "_max", "_pending", "_played", "_rooted",
-                 "_size", "_traces", "completed", "stats")
+                 "_size", "_traces", "completed", "duplicates", "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000, *, clock: Callable[[], float] = time.monotonic,
                  grace_s: float = 5.0, idle_s: float = 60.0) -> None:
@@ -68,6 +69,7 @@ class Feeder:
         self._traces: dict[int, _Held] = {}  # in idle-queue order
         self._rooted: dict[int, float] = {}  # trace id -> when to play it, in that order (one grace for all)
         self.completed = {"root_end": 0, "idle_timeout": 0, "capacity": 0, "shutdown": 0}
+        self.duplicates = 0
 
     def add(self, spans: Iterable[RecordedSpan]) -> None:
         """Take spans in end order (one record's batch at a time: the loop is here, not per call)."""
@@ -271,10 +273,17 @@ class Feeder:
         time, each start issued before the first end that comes after it. Times are only ever
         moved to keep a child inside its parent: a child starts no earlier than its parent, and a
         span ends no earlier than a child from another service (clock skew between hosts)."""
-        n = len(spans)
         index: dict[int, int] = {}
-        for i in range(n):
-            index[spans[i]._context[1]] = i
+        unique: list[RecordedSpan] = []
+        for s in spans:
+            sid = s._context[1]
+            if sid in index:
+                self.duplicates += 1  # sent twice (an OTLP retry after a lost answer): played once
+                continue
+            index[sid] = len(unique)
+            unique.append(s)
+        spans = unique
+        n = len(spans)
         parent = [-1] * n
         remote = [False] * n
         children: list[list[int]] = [[] for _ in range(n)]
