@@ -56,9 +56,8 @@ def record_all_rules(h: Any, at: float = 0.0, conv: str = "c1", across_traces: b
     carry (tokens, errors with events, typed attributes, a remote parent, a trace without agent
     activity). Returns the number of traces made. ``across_traces=False``: the duplicate write
     happens within one run, so no check needs another trace (sharding by trace id)."""
-    from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
-
     from conftest import ns
+    from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
     claim = {"order_id": "88120", "reason": "damaged"}
     # 1. a failed write retried with the same arguments: write_retried_after_error

@@ -6,6 +6,7 @@ import json
 from collections import defaultdict
 
 import pytest
+from conftest import ns
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.resources import Resource
@@ -16,7 +17,6 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, set_spa
 from prometheus_client import CollectorRegistry
 from serve_support import ALL_RULES, ALL_RULES_POLICY, HashRing, record_all_rules, scrape, settled, total, wait_until
 
-from conftest import ns
 from otel_agenteval import Policy
 from otel_agenteval.receiver import Receiver, ServeConfig
 

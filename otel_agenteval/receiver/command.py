@@ -97,7 +97,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"otel-agenteval serve: {args.policy}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    receiver = Receiver(config, policy)
+    outcomes: dict[str, int] = {}
+
+    def tally(t: Any) -> None:
+        outcomes[t.outcome] = outcomes.get(t.outcome, 0) + 1
+
+    receiver = Receiver(config, policy, on_trajectory=(tally,))
     try:
         receiver.start()
     except OSError as exc:
@@ -121,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
                       "held_spans": receiver.pipeline.feeder.held_spans}), file=sys.stderr, flush=True)
     receiver.stop(args.drain_timeout, args.shutdown_delay)
     done = receiver.pipeline.finished.is_set()
-    print(json.dumps({"event": "stopped", "drained": done, "traces": dict(receiver.pipeline.feeder.completed)}),
+    print(json.dumps({"event": "stopped", "drained": done, "traces": dict(receiver.pipeline.feeder.completed),
+                      "trajectories": outcomes}),
           file=sys.stderr, flush=True)
     return 0 if done else 1

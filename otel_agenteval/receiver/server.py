@@ -46,6 +46,12 @@ def _bind(addr: str, port: int) -> socket.socket:
     return sock
 
 
+def _setter(event: threading.Event) -> Any:
+    def done(_task: Any) -> None:
+        event.set()
+    return done
+
+
 class Receiver:
     """``Receiver(config, policy).start()``; :meth:`stop` drains and finalises (idempotent)."""
 
@@ -119,7 +125,7 @@ class Receiver:
             for server, sock in sockets:
                 event = done[id(server)] = threading.Event()
                 task = asyncio.ensure_future(server.serve(sockets=[sock]))
-                task.add_done_callback(lambda _t, e=event: e.set())
+                task.add_done_callback(_setter(event))
                 tasks.append(task)
             while not all(server.started for server, _ in sockets):
                 if any(t.done() for t in tasks):
@@ -141,11 +147,9 @@ class Receiver:
     def _uvicorn(self, app: Any) -> uvicorn.Server:
         cfg = self.config
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
-                                timeout_keep_alive=30, timeout_graceful_shutdown=10, 
+                                timeout_keep_alive=30, timeout_graceful_shutdown=10,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key)
-        server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # the command handles them
-        return server
+        return uvicorn.Server(config)  # run off the main thread: it installs no signal handlers
 
     # --- stop -----------------------------------------------------------------------------------
     def stop(self, drain_timeout: float = 30.0, delay_s: float = 0.0) -> None:

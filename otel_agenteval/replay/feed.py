@@ -300,16 +300,20 @@ class Feeder:
                         remote[i] = True
         order: list[int] = []  # parents before children
         seen = [False] * n
+        anchored = [False] * n  # under a local root (no parent, or a remote one outside the trace)
         for top in [i for i in range(n) if parent[i] < 0] + list(range(n)):  # then any cycle
             if seen[top]:
                 continue
             seen[top] = True
+            p = spans[top]._parent
+            anchored[top] = parent[top] < 0 and (p is None or p[2])
             k = len(order)
             order.append(top)
             while k < len(order):
                 for c in children[order[k]]:
                     if not seen[c]:
                         seen[c] = True
+                        anchored[c] = anchored[order[k]]
                         order.append(c)
                 k += 1
         start = [0] * n
@@ -331,13 +335,16 @@ class Feeder:
             if j >= 0 and (remote[i] or raised[i]) and end[i] > end[j]:
                 end[j] = end[i]
                 raised[j] = True
-        starts = sorted(range(n), key=lambda i: (start[i], depth[i], i))
+        # a subtree whose parent never came is fed end-only: the engine keeps it by trace, open
+        # (incomplete) rather than one run per orphan span
+        starts = sorted([i for i in range(n) if anchored[i]], key=lambda i: (start[i], depth[i], i))
         ends = sorted(range(n), key=lambda i: (end[i], -depth[i], i))
         engine = self._engine
         k = 0
+        m = len(starts)
         for e in ends:
             t = end[e]
-            while k < n and start[starts[k]] <= t:
+            while k < m and start[starts[k]] <= t:
                 engine.start(spans[starts[k]])
                 k += 1
             engine.end(spans[e])
