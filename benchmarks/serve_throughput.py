@@ -176,12 +176,13 @@ def send_grpc(port: int, bodies: list[bytes], threads: int) -> int:
 
 def baseline(bodies: list[bytes]) -> float:
     """decode + engine in this process, no network: spans/s (CPU time of this thread)."""
+    from prometheus_client import CollectorRegistry
+
     from otel_agenteval import Policy
     from otel_agenteval.engine import Engine
     from otel_agenteval.metrics import Metrics
     from otel_agenteval.receiver.decoding import from_protobuf
     from otel_agenteval.replay.feed import Feeder
-    from prometheus_client import CollectorRegistry
 
     policy = Policy.from_yaml(POLICY, "<bench>")
     metrics = Metrics(CollectorRegistry(), policy.tools, policy.limits.max_tool_labels)

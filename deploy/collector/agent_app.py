@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import queue as queue_mod
 import random
 import signal
 import sys
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     while len(results) < len(procs):
         try:
             results.append(queue.get(timeout=1))
-        except Exception:  # queue.Empty: stop waiting once no worker is left to answer
+        except queue_mod.Empty:  # stop waiting once no worker is left to answer
             if not any(p.is_alive() for p in procs) and queue.empty():
                 break
     for p in procs:
