@@ -83,7 +83,13 @@ def _config(args: argparse.Namespace) -> ServeConfig:
 
 def run(args: argparse.Namespace) -> int:
     from ..policy import Policy, PolicyError
-    from .server import Receiver
+
+    try:
+        from .server import Receiver
+    except ImportError as exc:  # uvicorn and friends come with the serve extra
+        print(f"otel-agenteval serve: {exc}; install the serve extra: pip install 'otel-agenteval[serve]'",
+              file=sys.stderr)
+        return 2
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     try:
