@@ -221,3 +221,16 @@ def test_a_batch_sent_twice_is_played_once(receiver):
     assert value(s, "agenteval_receiver_duplicate_spans_total") == 9
     assert post(_url(r), body, PB)[0] == 200  # once more, after the play: late, counted
     wait_until(lambda: value(scrape(r.ports.metrics), "agenteval_late_spans_total") == 9, what="late spans counted")
+
+
+def test_a_body_that_does_not_arrive_in_time_gets_408(receiver):
+    import socket
+
+    r = receiver(body_timeout_s=0.5)
+    with socket.create_connection(("127.0.0.1", r.ports.http), timeout=10) as s:
+        s.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                  b"Content-Length: 1000\r\n\r\n" + b"\x0a" * 10)  # then nothing
+        answer = s.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+    assert _requests(r, "timeout") == 1
+    _serves_next_good_request(r, 1)
