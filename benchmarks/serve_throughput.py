@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -40,7 +42,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from processor_overhead import make_workload  # noqa: E402
 
-POLICY_FILE = Path("/tmp/agenteval-serve-bench-policy.yaml")
+POLICY_FILE = Path(tempfile.gettempdir()) / f"agenteval-serve-bench-{os.getpid()}.yaml"
 # the processor benchmark's policy (processor_overhead.POLICY), as the file serve reads
 POLICY = """\
 tools: {create_claim: {write: true}}
@@ -94,8 +96,6 @@ def spans_counted(metrics_port: int) -> tuple[float, float]:
 
 def proc_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    import os
-
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -253,6 +253,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(60)
+    POLICY_FILE.unlink(missing_ok=True)
     med_base = statistics.median(base)
     if args.json:
         print(json.dumps(results, indent=2))
