@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import json
+import os
 import statistics
 import subprocess
 import sys
