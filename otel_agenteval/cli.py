@@ -18,7 +18,7 @@ COMMANDS: dict[str, str] = {
     "replay": "otel_agenteval.replay.command",
     "score": "otel_agenteval.scoring.command",
     "check-policy": "otel_agenteval.check_policy",
-    "serve": "otel_agenteval.serve",
+    "serve": "otel_agenteval.receiver.command",
 }
 
 

@@ -67,7 +67,8 @@ def test_prometheus_config_loads_only_the_rules() -> None:
 
 def test_compose_services_and_mounted_files_exist(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"demo", "prometheus", "alertmanager", "grafana"}
+    assert set(services) == {"demo", "prometheus", "alertmanager", "grafana", "agenteval-serve-a",
+                             "agenteval-serve-b", "collector", "agent-app"}
     for name, service in services.items():
         for source, target in _mounts(service):
             if source.startswith((".", "/")):
@@ -160,3 +161,112 @@ def test_dockerfile_copies_what_exists_and_runs_the_demo() -> None:
     assert json.loads(entrypoint) == ["otel-agenteval"]
     args = build_parser().parse_args(json.loads(cmd))
     assert args.command == "demo" and args.forever and args.addr == "0.0.0.0"
+
+
+# --- collector-side: serve replicas behind the Collector (docs/serve.md) ---------------------------
+COLLECTOR = DEPLOY / "collector"
+KUBE = DEPLOY / "kubernetes"
+SERVE_DEFAULTS = build_parser().parse_args(["serve"])
+
+
+def _serve_args(argv: list[str]) -> Any:
+    args = build_parser().parse_args(argv)
+    assert args.command == "serve"
+    return args
+
+
+def _lb(config: dict[str, Any]) -> dict[str, Any]:
+    lb = config["exporters"]["loadbalancing"]
+    assert lb["routing_key"] == "traceID"
+    assert lb["sending_queue"]["enabled"] and lb["retry_on_failure"]["enabled"]
+    otlp = lb["protocol"]["otlp"]
+    assert otlp["sending_queue"]["enabled"] and otlp["retry_on_failure"]["enabled"]
+    assert otlp["headers"]["authorization"] == "Bearer ${env:AGENTEVAL_TOKEN}"
+    assert config["service"]["pipelines"]["traces"]["exporters"] == ["loadbalancing"]
+    return lb
+
+
+def test_compose_collector_shards_across_the_serve_replicas(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    replicas = sorted(n for n in services if n.startswith("agenteval-serve-"))
+    assert len(replicas) == 2
+    for name in replicas:
+        args = _serve_args(_service_args(compose, name))
+        assert args.addr == "0.0.0.0" and args.token_env == "AGENTEVAL_TOKEN"
+        assert "AGENTEVAL_TOKEN" in services[name]["environment"]
+        assert dict(_mounts(services[name]))["../examples/policies/support-agent.yaml"] == args.policy
+    (config_src,) = [src for src, dst in _mounts(services["collector"]) if dst == "/etc/otelcol/config.yaml"]
+    lb = _lb(_yaml(DEPLOY / config_src))
+    assert lb["resolver"]["static"]["hostnames"] == [f"{n}:{SERVE_DEFAULTS.grpc_port}" for n in replicas]
+    assert "AGENTEVAL_TOKEN" in services["collector"]["environment"]
+    app = services["agent-app"]
+    assert (DEPLOY / dict((t, s) for s, t in _mounts(app))["/app/agent_app.py"]).is_file()
+    assert app["command"][app["command"].index("--endpoint") + 1] == "http://collector:4318"
+    jobs = {j["job_name"]: j for j in _yaml(PROM_DIR / "prometheus.yml")["scrape_configs"]}
+    assert jobs["agenteval-serve"]["static_configs"][0]["targets"] == \
+        [f"{n}:{SERVE_DEFAULTS.metrics_port}" for n in replicas]
+
+
+def _kube_docs() -> list[dict[str, Any]]:
+    kustomization = _yaml(KUBE / "kustomization.yaml")
+    docs = []
+    for name in kustomization["resources"]:
+        docs.extend(d for d in yaml.safe_load_all((KUBE / name).read_text()) if d)
+    return docs
+
+
+def test_kubernetes_manifests_validate_against_the_schemas() -> None:
+    import kubernetes_validate
+
+    for doc in _kube_docs():
+        if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue  # a CRD: its schema is not in kubernetes-validate (checked by hand below)
+        kubernetes_validate.validate(doc, "1.30", strict=True)
+
+
+def test_kubernetes_names_ports_and_probes_agree() -> None:
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _kube_docs()}
+    assert {d["metadata"].get("namespace", d["metadata"]["name"]) for d in docs.values()} == {"observability"}
+    serve = docs[("Deployment", "agenteval-serve")]
+    pod = serve["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    args = _serve_args(container["args"])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"otlp-grpc": args.grpc_port, "otlp-http": args.http_port, "metrics": args.metrics_port}
+    assert args.addr == "0.0.0.0" and args.token_env == "AGENTEVAL_TOKEN"
+    assert {e["name"] for e in container["env"]} == {"AGENTEVAL_TOKEN"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    # SIGTERM: the shutdown delay and the drain fit in the grace period
+    assert args.shutdown_delay + args.drain_timeout < pod["spec"]["terminationGracePeriodSeconds"]
+    assert serve["spec"]["replicas"] >= 2
+    (mount,) = container["volumeMounts"]
+    assert args.policy.startswith(mount["mountPath"] + "/")
+    (volume,) = pod["spec"]["volumes"]
+    policy_map = docs[("ConfigMap", volume["configMap"]["name"])]
+    from otel_agenteval import Policy
+
+    Policy.from_yaml(policy_map["data"][args.policy.rsplit("/", 1)[1]], "configmap")  # a valid policy
+    labels = pod["metadata"]["labels"]
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(args.metrics_port)
+    headless = docs[("Service", "agenteval-serve-headless")]
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["selector"] == labels
+    assert headless["spec"]["publishNotReadyAddresses"] is False
+    assert {p["targetPort"] for p in headless["spec"]["ports"]} <= set(ports)
+    pdb = docs[("PodDisruptionBudget", "agenteval-serve")]
+    assert pdb["spec"]["selector"]["matchLabels"] == labels and pdb["spec"]["maxUnavailable"] == 1
+    monitor = docs[("ServiceMonitor", "agenteval-serve")]
+    assert monitor["spec"]["selector"]["matchLabels"] == headless["metadata"]["labels"]
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    # the Collector: its config is the file in deploy/collector, its DNS resolver the headless Service
+    collector_map = docs[("ConfigMap", "otel-collector-config")]
+    config = yaml.safe_load(collector_map["data"]["config.yaml"])
+    assert config == _yaml(COLLECTOR / "otelcol-kubernetes.yaml")
+    dns = _lb(config)["resolver"]["dns"]
+    assert dns["hostname"] == "agenteval-serve-headless.observability.svc.cluster.local"
+    assert dns["port"] == args.grpc_port
+    collector = docs[("Deployment", "otel-collector")]["spec"]["template"]["spec"]
+    assert collector["volumes"][0]["configMap"]["name"] == "otel-collector-config"
+    secret_refs = {e["valueFrom"]["secretKeyRef"]["name"] for c in (container, collector["containers"][0])
+                   for e in c["env"]}
+    assert secret_refs == {"agenteval-token"}

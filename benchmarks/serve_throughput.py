@@ -1,0 +1,277 @@
+"""``otel-agenteval serve`` throughput: spans/s over OTLP/HTTP protobuf and OTLP/gRPC, end to end.
+
+The client (this process) records the processor benchmark's workload (``--workload``, default the
+spans of a real pydantic-ai run, 14 per run) once through the SDK, encodes it as the SDK's OTLP
+exporters do (``--batch`` spans per request, 512 like ``BatchSpanProcessor``), and before each
+round re-keys the trace ids so every round is new traces. The server is ``otel-agenteval serve``
+in its own process (``--grace 0.2``: a trace plays 0.2 s after its root arrives). A round is timed
+from the first request to the moment the server's ``agenteval_spans_total`` counts every span
+sent (or as late), so the figure is received, decoded, queued, assembled, checked and counted. Reported per
+round: wall spans/s, spans per second of the server's CPU time (user+sys, all its threads: the
+"per core" figure), and the server's peak RSS; with the median and spread over ``--rounds``.
+
+Baseline, measured in the same run: the same request bodies decoded and fed to a fresh engine
+in this process with no network (``decode + engine``); the served figure is given as a ratio.
+
+    .venv/bin/python benchmarks/serve_throughput.py [--rounds 5] [--spans 60000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from opentelemetry.sdk.resources import Resource  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from processor_overhead import make_workload  # noqa: E402
+
+POLICY_FILE = Path(tempfile.gettempdir()) / f"agenteval-serve-bench-{os.getpid()}.yaml"
+# the processor benchmark's policy (processor_overhead.POLICY), as the file serve reads
+POLICY = """\
+tools: {create_claim: {write: true}}
+agents: {"*": {budget: {max_steps: 40, max_llm_calls: 20, max_tokens: 200000, max_cost_usd: 5.0, max_duration_s: 600}}}
+pricing: {gpt-4o: {input_per_mtok: 2.5, output_per_mtok: 10.0}}
+outcome: {success_when: [create_claim]}
+"""
+
+
+def record(workload_name: str, runs: int) -> list[Any]:
+    workload = make_workload(workload_name)
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-support"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("bench")
+    for item in workload.prepare(range(runs)):
+        workload.emit(tracer, item)
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def requests_of(spans: list[Any], batch: int) -> list[ExportTraceServiceRequest]:
+    return [encode_spans(spans[i:i + batch]) for i in range(0, len(spans), batch)]
+
+
+def rekeyed(template: list[ExportTraceServiceRequest], copies: int, round_no: int) -> list[bytes]:
+    """``copies`` of the requests, each copy with new trace ids (first 4 bytes: round and copy)."""
+    out = []
+    for c in range(copies):
+        prefix = ((round_no << 16) | c).to_bytes(4, "big")
+        for req in template:
+            r = ExportTraceServiceRequest()
+            r.CopyFrom(req)
+            for rs in r.resource_spans:
+                for ss in rs.scope_spans:
+                    for s in ss.spans:
+                        s.trace_id = prefix + s.trace_id[4:]
+            out.append(r.SerializeToString())
+    return out
+
+
+def spans_counted(metrics_port: int) -> tuple[float, float]:
+    """(spans the engine saw, spans late: after their trace was played) on the server."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    lines = text.splitlines()
+    seen = sum(float(x.rsplit(" ", 1)[1]) for x in lines if x.startswith("agenteval_spans_total{"))
+    late = sum(float(x.rsplit(" ", 1)[1]) for x in lines if x.startswith("agenteval_late_spans_total "))
+    return seen, late
+
+
+def proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def send_http(port: int, bodies: list[bytes], threads: int) -> int:
+    it = iter(bodies)
+    lock = threading.Lock()
+    throttled = [0]
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        while True:
+            with lock:
+                body = next(it, None)
+            if body is None:
+                break
+            while True:
+                conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status == 200:
+                    break
+                if resp.status in (429, 503):
+                    throttled[0] += 1
+                    time.sleep(float(resp.getheader("retry-after") or 1) / 10)
+                    continue
+                raise SystemExit(f"server answered {resp.status}")
+        conn.close()
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return throttled[0]
+
+
+def send_grpc(port: int, bodies: list[bytes], threads: int) -> int:
+    import grpc
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                 request_serializer=None, response_deserializer=None)
+    it = iter(bodies)
+    lock = threading.Lock()
+    throttled = [0]
+
+    def worker() -> None:
+        while True:
+            with lock:
+                body = next(it, None)
+            if body is None:
+                break
+            while True:
+                try:
+                    export(body, timeout=60)
+                    break
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                        raise
+                    throttled[0] += 1
+                    time.sleep(0.1)
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    channel.close()
+    return throttled[0]
+
+
+def baseline(bodies: list[bytes]) -> float:
+    """decode + engine in this process, no network: spans/s (CPU time of this thread)."""
+    from prometheus_client import CollectorRegistry
+
+    from otel_agenteval import Policy
+    from otel_agenteval.engine import Engine
+    from otel_agenteval.metrics import Metrics
+    from otel_agenteval.receiver.decoding import from_protobuf
+    from otel_agenteval.replay.feed import Feeder
+
+    policy = Policy.from_yaml(POLICY, "<bench>")
+    metrics = Metrics(CollectorRegistry(), policy.tools, policy.limits.max_tool_labels)
+    engine = Engine(policy, on_violation=(metrics.violation,), on_finish=(metrics.finished,), log_violations=False)
+    feeder = Feeder(engine, 1_000_000, grace_s=0.0, idle_s=60.0)
+    n = 0
+    t0 = time.thread_time()
+    for body in bodies:
+        spans = from_protobuf(body).spans
+        n += len(spans)
+        feeder.hold(spans)
+        feeder.tick()
+    feeder.close_held()
+    return n / (time.thread_time() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--spans", type=int, default=60_000, help="spans per round (rounded to whole copies)")
+    ap.add_argument("--runs", type=int, default=500, help="distinct runs recorded (then re-keyed)")
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--threads", type=int, default=2, help="client connections")
+    ap.add_argument("--workload", default="pydantic-ai", choices=["pydantic-ai", "lean"])
+    ap.add_argument("--protocol", default="http,grpc")
+    ap.add_argument("--grace", type=float, default=0.2,
+                    help="serve --grace: client threads can deliver a trace's batches out of order")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    spans = record(args.workload, args.runs)
+    template = requests_of(spans, args.batch)
+    copies = max(1, round(args.spans / len(spans)))
+    per_round = copies * len(spans)
+    POLICY_FILE.write_text(POLICY)
+    sample = rekeyed(template, copies, 0xFFFF)
+    base = [baseline(sample) for _ in range(max(1, min(args.rounds, 3)))]
+    del sample
+    results: dict[str, Any] = {"workload": args.workload, "spans_per_round": per_round, "batch": args.batch,
+                               "request_bytes_mean": None, "baseline_decode_engine_spans_per_s": base}
+    for protocol in args.protocol.split(","):
+        cmd = [sys.executable, "-m", "otel_agenteval", "serve", "--policy", str(POLICY_FILE), "--grpc-port", "0",
+               "--http-port", "0", "--metrics-port", "0", "--grace", str(args.grace), "--queue-spans", "200000",
+               "--max-held-spans", "1000000", "--no-log-violations"]
+        server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout is not None
+            info = json.loads(server.stdout.readline())
+            rows = []
+            counted = 0.0
+            for r in range(args.rounds):
+                bodies = rekeyed(template, copies, r)
+                results["request_bytes_mean"] = sum(map(len, bodies)) / len(bodies)
+                cpu0 = proc_cpu(server.pid)
+                t0 = time.perf_counter()
+                send = send_http if protocol == "http" else send_grpc
+                throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, args.threads)
+                counted += per_round
+                while sum(spans_counted(info["metrics_port"])) < counted:
+                    time.sleep(0.01)
+                wall = time.perf_counter() - t0
+                cpu = proc_cpu(server.pid) - cpu0
+                late = spans_counted(info["metrics_port"])[1]
+                rows.append({"spans_per_s": per_round / wall, "spans_per_cpu_s": per_round / cpu, "late_total": late,
+                             "server_cpu_share": cpu / wall, "throttled_requests": throttled})
+                del bodies
+            results[protocol] = {"rounds": rows, "peak_rss_mb": peak_rss(server.pid) / 2**20}
+        finally:
+            server.terminate()
+            server.wait(60)
+    POLICY_FILE.unlink(missing_ok=True)
+    med_base = statistics.median(base)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"workload {args.workload}: {per_round} spans a round, {args.batch} spans a request "
+          f"(~{results['request_bytes_mean'] / 1024:.0f} KiB), {args.rounds} rounds")
+    print(f"baseline decode + engine, in process: {med_base:,.0f} spans/s of CPU "
+          f"(runs {', '.join(f'{b:,.0f}' for b in base)})")
+    for protocol in args.protocol.split(","):
+        rows = results[protocol]["rounds"]
+        wall = [r["spans_per_s"] for r in rows]
+        cpu = [r["spans_per_cpu_s"] for r in rows]
+        print(f"{protocol:5s} wall {statistics.median(wall):,.0f} spans/s ({min(wall):,.0f}-{max(wall):,.0f}); "
+              f"per server CPU second {statistics.median(cpu):,.0f} ({min(cpu):,.0f}-{max(cpu):,.0f}), "
+              f"{statistics.median(cpu) / med_base:.2f}x the baseline; peak RSS "
+              f"{results[protocol]['peak_rss_mb']:.0f} MB; throttled requests "
+              f"{sum(r['throttled_requests'] for r in rows)}; late spans {rows[-1]['late_total']:.0f}")
+
+
+if __name__ == "__main__":
+    main()

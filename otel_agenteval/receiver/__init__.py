@@ -1,0 +1,24 @@
+"""The collector-side front door: ``otel-agenteval serve`` receives OTLP and feeds the one engine.
+
+::
+
+    from otel_agenteval.receiver import Receiver, ServeConfig
+
+    with Receiver(ServeConfig(grpc_port=0, http_port=0, metrics_port=0), policy) as r:
+        r.ports.http  # OTLP/HTTP, POST /v1/traces
+        r.ports.grpc  # OTLP/gRPC, TraceService/Export
+        r.ports.metrics  # /metrics, /healthz, /readyz
+
+Modules: :mod:`.config` (settings), :mod:`.decoding` (request bodies through replay's decoder),
+:mod:`.pipeline` (bounded ingest queue, the consumer thread, the engine), :mod:`.otlp_http` and
+:mod:`.otlp_grpc` (the listeners), :mod:`.server` (start/stop in order), :mod:`.command` (the CLI).
+Trace completion (grace period after the root, idle timeout) is
+:class:`otel_agenteval.replay.feed.Feeder`'s clock-driven mode.
+"""
+
+from __future__ import annotations
+
+from .config import ConfigError, ServeConfig
+from .server import Receiver
+
+__all__ = ["ConfigError", "Receiver", "ServeConfig"]

@@ -1,0 +1,138 @@
+"""``otel-agenteval serve``: receive OTLP traces, check trajectories, serve the metrics."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from .config import ConfigError, ServeConfig, read_token
+
+HELP = "receive OTLP traces (gRPC and HTTP), check every trajectory, serve Prometheus metrics"
+
+_D = ServeConfig()
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 2 for a bad setting, policy or address. "
+                "One JSON line on stdout tells the bound ports once every listener is up. See docs/serve.md.")
+    p.add_argument("--policy", metavar="FILE", help="policy YAML (default: built-in defaults)")
+    g = p.add_argument_group("listeners")
+    g.add_argument("--addr", default=_D.addr,
+                   help="address to bind all listeners (default %(default)s; a non-loopback one needs a token or --insecure)")
+    g.add_argument("--grpc-port", type=int, default=_D.grpc_port,
+                   help="OTLP/gRPC port (default %(default)s; 0 picks a free port, -1 turns it off)")
+    g.add_argument("--http-port", type=int, default=_D.http_port,
+                   help="OTLP/HTTP port, POST /v1/traces (default %(default)s; 0 picks a free port, -1 turns it off)")
+    g.add_argument("--metrics-port", type=int, default=_D.metrics_port,
+                   help="/metrics, /healthz and /readyz port (default %(default)s; 0 picks a free port)")
+    g.add_argument("--grpc-workers", type=int, default=_D.grpc_workers,
+                   help="gRPC handler threads (default %(default)s)")
+    c = p.add_argument_group("trace completion")
+    c.add_argument("--grace", type=float, default=_D.grace_s, metavar="SECONDS",
+                   help="after a trace's root span arrives, wait this long for late child spans (default %(default)s)")
+    c.add_argument("--idle-timeout", type=float, default=_D.idle_s, metavar="SECONDS",
+                   help="play a trace whose root never came after this long without a new span; its unfinished "
+                        "runs count as incomplete (default %(default)s)")
+    c.add_argument("--max-held-spans", type=int, default=_D.max_held_spans,
+                   help="spans held while traces complete; past it the oldest trace is played early (default %(default)s)")
+    b = p.add_argument_group("bounds and backpressure")
+    b.add_argument("--queue-spans", type=int, default=_D.queue_spans,
+                   help="ingest queue bound in spans; when full, HTTP answers 429 and gRPC RESOURCE_EXHAUSTED, "
+                        "with a retry delay (default %(default)s)")
+    b.add_argument("--high-water", type=float, default=_D.high_water,
+                   help="/readyz fails while the queue holds more than this share of --queue-spans (default %(default)s)")
+    b.add_argument("--max-body-bytes", type=int, default=_D.max_body_bytes,
+                   help="largest request body, and largest gunzipped body (413 past it; default %(default)s)")
+    b.add_argument("--max-spans-per-request", type=int, default=_D.max_spans_per_request,
+                   help="most spans in one request (413 past it; default %(default)s)")
+    b.add_argument("--body-timeout", type=float, default=_D.body_timeout_s, metavar="SECONDS",
+                   help="a request body must arrive within this long (408 past it; default %(default)s)")
+    b.add_argument("--retry-after", type=int, default=_D.retry_after_s, metavar="SECONDS",
+                   help="retry delay given to throttled clients (Retry-After, RetryInfo; default %(default)s)")
+    s = p.add_argument_group("security")
+    s.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer <token>', token read from FILE")
+    s.add_argument("--token-env", metavar="VAR", help="the same, token read from environment variable VAR")
+    s.add_argument("--tls-cert", metavar="PEM", help="serve TLS on every listener with this certificate (with --tls-key)")
+    s.add_argument("--tls-key", metavar="PEM", help="private key for --tls-cert")
+    s.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback --addr without a token (spans from anyone who can reach it)")
+    p.add_argument("--no-log-violations", action="store_true", help="do not log a line per violation (metrics only)")
+    p.add_argument("--shutdown-delay", type=float, default=0.0, metavar="SECONDS",
+                   help="on SIGTERM, report not ready and keep accepting this long before stopping, so load "
+                        "balancers (the Collector's DNS resolver) stop sending first (default %(default)s)")
+    p.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="on SIGTERM, wait at most this long to drain the queue and finalise (default %(default)s)")
+
+
+def _config(args: argparse.Namespace) -> ServeConfig:
+    return ServeConfig(
+        addr=args.addr, grpc_port=args.grpc_port, http_port=args.http_port, metrics_port=args.metrics_port,
+        grace_s=args.grace, idle_s=args.idle_timeout, queue_spans=args.queue_spans, high_water=args.high_water,
+        max_held_spans=args.max_held_spans, max_body_bytes=args.max_body_bytes,
+        max_spans_per_request=args.max_spans_per_request, body_timeout_s=args.body_timeout,
+        retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env), tls_cert=args.tls_cert,
+        tls_key=args.tls_key, insecure=args.insecure, grpc_workers=args.grpc_workers,
+        log_violations=not args.no_log_violations,
+    ).validate()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..policy import Policy, PolicyError
+
+    try:
+        from .server import Receiver
+    except ImportError as exc:  # uvicorn and friends come with the serve extra
+        print(f"otel-agenteval serve: {exc}; install the serve extra: pip install 'otel-agenteval[serve]'",
+              file=sys.stderr)
+        return 2
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        if args.shutdown_delay < 0 or args.drain_timeout <= 0:
+            raise ConfigError("invalid --shutdown-delay/--drain-timeout: seconds, >= 0 and > 0")
+        config = _config(args)
+        policy = Policy.from_file(args.policy) if args.policy else Policy()
+    except (ConfigError, PolicyError) as exc:
+        print(f"otel-agenteval serve: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"otel-agenteval serve: {args.policy}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    outcomes: dict[str, int] = {}
+
+    def tally(t: Any) -> None:
+        outcomes[t.outcome] = outcomes.get(t.outcome, 0) + 1
+
+    receiver = Receiver(config, policy, on_trajectory=(tally,))
+    try:
+        receiver.start()
+    except OSError as exc:
+        print(f"otel-agenteval serve: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    p = receiver.ports
+    scheme = "https" if config.tls else "http"
+    print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
+                      "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
+                      "tls": config.tls, "auth": config.token is not None}), flush=True)
+    while not stop.wait(1.0):
+        pass
+    print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,
+                      "held_spans": receiver.pipeline.feeder.held_spans}), file=sys.stderr, flush=True)
+    receiver.stop(args.drain_timeout, args.shutdown_delay)
+    done = receiver.pipeline.finished.is_set()
+    print(json.dumps({"event": "stopped", "drained": done, "traces": dict(receiver.pipeline.feeder.completed),
+                      "trajectories": outcomes}),
+          file=sys.stderr, flush=True)
+    return 0 if done else 1

@@ -1,0 +1,109 @@
+"""``serve`` settings: one dataclass, checked when built; every error names its flag."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message names the flag."""
+
+
+@dataclass
+class ServeConfig:
+    addr: str = "127.0.0.1"
+    grpc_port: int = 4317  # 0: any free port; -1: no gRPC listener
+    http_port: int = 4318  # 0: any free port; -1: no OTLP/HTTP listener
+    metrics_port: int = 9464
+    grace_s: float = 5.0  # after a trace's root arrived, wait this long for late children
+    idle_s: float = 60.0  # a trace with no new span for this long is played without its root
+    queue_spans: int = 100_000  # ingest queue bound, in spans
+    high_water: float = 0.8  # /readyz fails while the queue is fuller than this share
+    max_held_spans: int = 200_000  # spans held while their traces complete
+    max_body_bytes: int = 16 << 20  # request body (and its gunzipped size)
+    max_spans_per_request: int = 50_000
+    body_timeout_s: float = 30.0  # a request body must arrive within this long
+    retry_after_s: int = 1  # hinted to clients that are throttled
+    token: str | None = None  # bearer token; None: no auth
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    insecure: bool = False  # allow a non-loopback address without a token
+    grpc_workers: int = 4
+    log_violations: bool = True
+
+    def validate(self) -> ServeConfig:
+        def bad(flag: str, why: str) -> ConfigError:
+            return ConfigError(f"invalid {flag}: {why}")
+
+        for flag, port in (("--grpc-port", self.grpc_port), ("--http-port", self.http_port),
+                           ("--metrics-port", self.metrics_port)):
+            if not -1 <= port <= 65535:
+                raise bad(flag, f"{port} (0..65535; 0 picks a free port, -1 turns the listener off)")
+        if self.metrics_port < 0:
+            raise bad("--metrics-port", "the metrics and health listener cannot be turned off")
+        if self.grpc_port < 0 and self.http_port < 0:
+            raise bad("--grpc-port/--http-port", "at least one OTLP listener is needed")
+        if self.grace_s < 0:
+            raise bad("--grace", f"{self.grace_s} (seconds, >= 0)")
+        if self.idle_s <= 0 or self.idle_s < self.grace_s:
+            raise bad("--idle-timeout", f"{self.idle_s} (seconds, > 0 and >= --grace {self.grace_s})")
+        if self.queue_spans < 1:
+            raise bad("--queue-spans", f"{self.queue_spans} (>= 1)")
+        if not 0 < self.high_water <= 1:
+            raise bad("--high-water", f"{self.high_water} (a share of --queue-spans, 0 < x <= 1)")
+        if self.max_held_spans < 1:
+            raise bad("--max-held-spans", f"{self.max_held_spans} (>= 1)")
+        if self.max_body_bytes < 1024:
+            raise bad("--max-body-bytes", f"{self.max_body_bytes} (>= 1024)")
+        if not 1 <= self.max_spans_per_request <= self.queue_spans:
+            raise bad("--max-spans-per-request", f"{self.max_spans_per_request} (1..--queue-spans {self.queue_spans})")
+        if self.body_timeout_s <= 0:
+            raise bad("--body-timeout", f"{self.body_timeout_s} (seconds, > 0)")
+        if self.retry_after_s < 0:
+            raise bad("--retry-after", f"{self.retry_after_s} (seconds, >= 0)")
+        if self.grpc_workers < 1:
+            raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise bad("--tls-cert/--tls-key", "give both or neither")
+        for flag, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):
+            if path is not None and not Path(path).is_file():
+                raise bad(flag, f"{path}: no such file")
+        if self.token is not None and not self.token:
+            raise bad("--token-file/--token-env", "the token is empty")
+        if not is_loopback(self.addr) and self.token is None and not self.insecure:
+            raise ConfigError(f"refusing to listen on {self.addr} (not loopback) without a token: give --token-file "
+                              "or --token-env, or --insecure to accept unauthenticated spans")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
+
+
+def is_loopback(addr: str) -> bool:
+    if addr == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(addr).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token(token_file: str | None, token_env: str | None) -> str | None:
+    """The bearer token from a file (stripped) or an environment variable; None when neither is given."""
+    if token_file is not None and token_env is not None:
+        raise ConfigError("invalid --token-file/--token-env: give one, not both")
+    if token_file is not None:
+        try:
+            return Path(token_file).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"invalid --token-file: {token_file}: {exc.strerror or exc}") from None
+    if token_env is not None:
+        value = os.environ.get(token_env)
+        if value is None:
+            raise ConfigError(f"invalid --token-env: environment variable {token_env} is not set")
+        return value.strip()
+    return None

@@ -1,0 +1,99 @@
+"""OTLP request bodies -> :class:`RecordedSpan` lists, through replay's one decoder.
+
+Protobuf is parsed into ``ExportTraceServiceRequest`` and read by
+:func:`otel_agenteval.replay.protobuf.request_spans`; JSON goes through replay's typed fast path
+and its dict reader (:mod:`otel_agenteval.replay.decode`). A body that cannot be read at all
+raises :class:`BadRequest` (HTTP 400 / gRPC ``INVALID_ARGUMENT``); a span that cannot be read is
+rejected on its own, named, and reported back as OTLP partial success.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ..replay.decode import Bad, parse, spans_from_json, typed_request, why
+from ..replay.protobuf import request_spans
+from ..replay.readers import gc_paused
+from ..replay.spanview import RecordedSpan
+
+MAX_MESSAGES = 5  # rejection messages kept per request (all are counted)
+
+
+class BadRequest(ValueError):
+    """A body that is not an OTLP trace request; the message says why."""
+
+
+class TooLarge(ValueError):
+    """A body (or its gunzipped form) past the size limit."""
+
+
+@dataclass
+class Decoded:
+    spans: list[RecordedSpan]
+    rejected: int = 0
+    messages: list[str] = field(default_factory=list)
+
+    def reject(self, message: str) -> None:
+        self.rejected += 1
+        if len(self.messages) < MAX_MESSAGES:
+            self.messages.append(message)
+
+    @property
+    def error_message(self) -> str:
+        more = self.rejected - len(self.messages)
+        return "; ".join(self.messages) + (f"; and {more} more" if more > 0 else "")
+
+
+def gunzip(body: bytes, limit: int) -> bytes:
+    """A gzip body, bounded: past ``limit`` bytes :class:`TooLarge`; truncated or corrupt :class:`BadRequest`."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise BadRequest(f"Content-Encoding gzip: body is not valid gzip ({exc})") from None
+    if len(out) > limit:
+        raise TooLarge(f"gunzipped body is larger than {limit} bytes")
+    if not d.eof:
+        raise BadRequest("Content-Encoding gzip: body is truncated (gzip stream does not end)")
+    return out
+
+
+def from_protobuf(body: bytes, where: str = "request") -> Decoded:
+    with gc_paused():
+        req = ExportTraceServiceRequest()
+        try:
+            req.ParseFromString(body)
+        except (DecodeError, ValueError) as exc:
+            raise BadRequest(f"not an OTLP ExportTraceServiceRequest (protobuf): {exc}") from None
+        return from_message(req, where)
+
+
+def from_message(req: ExportTraceServiceRequest, where: str = "request") -> Decoded:
+    out = Decoded([])
+    out.spans = request_spans(req, where, out.reject)
+    return out
+
+
+def from_json(body: bytes, where: str = "request") -> Decoded:
+    with gc_paused():
+        out = Decoded([])
+        typed = typed_request(body) if typed_request is not None and b'"resourceSpans"' in body[:64] else None
+        if typed is not None:
+            out.spans = typed
+            return out
+        try:
+            value = parse(body)
+        except ValueError as exc:
+            raise BadRequest(f"not valid JSON: {exc}") from None
+        if not isinstance(value, dict) or (value and "resourceSpans" not in value):
+            kind = type(value).__name__ if not isinstance(value, dict) else f"keys {', '.join(sorted(value)[:5])}"
+            raise BadRequest(f"not an OTLP/JSON ExportTraceServiceRequest (expected an object with resourceSpans, got {kind})")
+        try:
+            out.spans = spans_from_json(value, where, out.reject)
+        except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise BadRequest(f"{where}: {why(exc)}") from None
+        return out

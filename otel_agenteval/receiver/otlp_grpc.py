@@ -1,0 +1,129 @@
+"""OTLP/gRPC ``TraceService/Export`` (opentelemetry-proto's service, on grpcio).
+
+The request arrives as bytes (so an unreadable one is answered ``INVALID_ARGUMENT`` and counted,
+not refused inside grpcio) and is decoded by replay's decoder. A full ingest queue answers
+``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` (in ``grpc-status-details-bin``, where the
+Collector reads it, and in ``google.rpc.retryinfo-bin``, where the Python SDK does): both retry
+after the delay. Shutting down answers ``UNAVAILABLE``; a wrong token ``UNAUTHENTICATED``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
+
+import grpc  # type: ignore[import-untyped]
+from google.protobuf.any_pb2 import Any as AnyProto  # type: ignore[import-untyped]
+from google.protobuf.duration_pb2 import Duration  # type: ignore[import-untyped]
+from google.rpc.error_details_pb2 import RetryInfo  # type: ignore[import-untyped]
+from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from .config import ServeConfig
+from .decoding import BadRequest, from_protobuf
+from .pipeline import CLOSED, FULL, Pipeline
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class _Status(NamedTuple):  # grpc.Status: what abort_with_status takes
+    code: Any
+    details: str
+    trailing_metadata: tuple[tuple[str, bytes], ...]
+
+
+class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+    def __init__(self, pipeline: Pipeline, config: ServeConfig) -> None:
+        self.pipeline = pipeline
+        self.config = config
+        self._token = config.token.encode() if config.token is not None else None
+        c = pipeline.counters
+        self._requests = c.requests
+        self._accepted = c.spans.labels("grpc", "accepted")
+        self._rejected = c.spans.labels("grpc", "rejected")
+        self._refused = c.spans.labels("grpc", "refused")
+        info = RetryInfo(retry_delay=Duration(seconds=config.retry_after_s))
+        detail = AnyProto()
+        detail.Pack(info)
+        self._throttled = _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, "ingest queue is full: retry later", (
+            ("grpc-status-details-bin", Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
+                                               message="ingest queue is full: retry later",
+                                               details=[detail]).SerializeToString()),
+            ("google.rpc.retryinfo-bin", info.SerializeToString())))
+
+    def Export(self, request: bytes, context: Any) -> ExportTraceServiceResponse:  # noqa: N802 - the RPC's name
+        if self._token is not None:
+            header = ""
+            for key, value in context.invocation_metadata():
+                if key == "authorization":
+                    header = value
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._token):
+                self._requests.labels("grpc", "unauthorized").inc()
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        if len(request) > self.config.max_body_bytes:
+            self._requests.labels("grpc", "too_large").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"message of {len(request)} bytes is larger than {self.config.max_body_bytes} (--max-body-bytes)")
+        try:
+            decoded = from_protobuf(request)
+        except BadRequest as exc:
+            self._requests.labels("grpc", "bad_request").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        spans = decoded.spans
+        limit = self.config.max_spans_per_request
+        if len(spans) > limit:
+            self._requests.labels("grpc", "too_large").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)")
+        if spans:
+            got = self.pipeline.queue.put(spans)
+            if got == FULL:
+                self._refused.inc(len(spans))
+                self._requests.labels("grpc", "throttled").inc()
+                context.abort_with_status(self._throttled)
+            if got == CLOSED:
+                self._refused.inc(len(spans))
+                self._requests.labels("grpc", "unavailable").inc()
+                context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: retry on another replica")
+            self._accepted.inc(len(spans))
+        response = ExportTraceServiceResponse()
+        if decoded.rejected:
+            self._rejected.inc(decoded.rejected)
+            self._requests.labels("grpc", "partial").inc()
+            response.partial_success.rejected_spans = decoded.rejected
+            response.partial_success.error_message = decoded.error_message
+        else:
+            self._requests.labels("grpc", "ok").inc()
+        return response
+
+
+def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any, int]:
+    """A started grpcio server on ``config.addr:port`` (0: a free port); returns (server, bound port)."""
+    service = TraceService(pipeline, config)
+    handler = grpc.method_handlers_generic_handler(SERVICE, {
+        "Export": grpc.unary_unary_rpc_method_handler(
+            service.Export, request_deserializer=None,  # bytes: decoded by replay's decoder
+            response_serializer=ExportTraceServiceResponse.SerializeToString),
+    })
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=config.grpc_workers, thread_name_prefix="agenteval-grpc"),
+        handlers=(handler,),
+        options=[("grpc.max_receive_message_length", 2 * config.max_body_bytes),
+                 ("grpc.so_reuseport", 0)],
+        maximum_concurrent_rpcs=64 * config.grpc_workers,
+    )
+    host = f"[{config.addr}]" if ":" in config.addr else config.addr
+    if config.tls:
+        assert config.tls_cert is not None and config.tls_key is not None
+        with open(config.tls_key, "rb") as k, open(config.tls_cert, "rb") as c:
+            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+        bound = server.add_secure_port(f"{host}:{port}", creds)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    if not bound:
+        raise OSError(f"cannot listen for OTLP/gRPC on {host}:{port}")
+    server.start()
+    return server, bound
