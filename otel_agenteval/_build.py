@@ -25,6 +25,7 @@ COMPILED_MODULES = (
     "replay.feed",
     "replay.readers",
     "replay.counts",
+    "replay.protobuf",
     "scoring.score",
     "scoring.match",
     "scoring.store",

@@ -16,12 +16,10 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry
 
-from .blindspots import checked_tools
 from .collectors import SelfCollector
-from .engine import Engine
-from .metrics import Metrics
+from .monitor import build_monitor
 from .policy import Policy
-from .rules import KNOWN_RULES, Rule
+from .rules import Rule
 from .store import ProcessClock
 from .trajectory import Trajectory
 from .violation import Violation
@@ -46,29 +44,10 @@ class TrajectoryProcessor(SpanProcessor):
     ) -> None:
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
-        rule_names = {r: s for r, s in KNOWN_RULES.items() if self.policy.rule_enabled(r)}
-        self.metrics = Metrics(registry, self.policy.tools, self.policy.limits.max_tool_labels, rule_names,
-                               self.policy.write_tools, known_agents=self.policy.agents,
-                               max_agent_labels=self.policy.limits.max_agent_labels)
-        self.metrics.unchecked.checked = checked_tools(self.policy.tools, self.policy.outcome.success_when)
-        user_done = tuple(on_trajectory)
-
-        def finished(t: Trajectory) -> None:
-            self.metrics.finished(t)
-            for cb in user_done:
-                try:
-                    cb(t)
-                except Exception:  # one broken callback must not starve the others
-                    self.engine.count_error("callback")
-
-        self.engine = Engine(
-            self.policy,
-            rules=rules,
-            on_violation=(self.metrics.violation, *on_violation),
-            on_finish=(finished if user_done else self.metrics.finished,),
-            clock=ProcessClock(clock),
-        )
-        self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
+        monitor = build_monitor(self.policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
+                                rules=rules, clock=ProcessClock(clock))
+        self.engine = monitor.engine
+        self.metrics = monitor.metrics
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs

@@ -161,8 +161,6 @@ def test_huge_attribute_values_are_carried(receiver):
     _serves_next_good_request(r, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="the engine does not yet pass agent and service names through "
-                                       "labels.safe_label (tool names only): the same in process")
 def test_huge_attribute_values_make_bounded_labels(receiver):
     _, s = _huge(receiver)
     assert max(len(v) for _, labels in s for _, v in labels) <= 64  # no 100k-character label value

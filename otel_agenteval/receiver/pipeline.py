@@ -18,12 +18,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..collectors import SelfCollector
-from ..engine import Engine
-from ..metrics import Metrics
+from ..monitor import build_monitor
 from ..policy import Policy
 from ..replay.feed import Feeder
 from ..replay.spanview import RecordedSpan
-from ..rules import KNOWN_RULES
 from ..trajectory import Trajectory
 from ..violation import Violation
 
@@ -117,20 +115,13 @@ class Pipeline:
                  on_violation: tuple[Callable[[Violation], None], ...] = (),
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
         self.policy = policy
-        rule_names = {r: s for r, s in KNOWN_RULES.items() if policy.rule_enabled(r)}
-        self.metrics = Metrics(registry, policy.tools, policy.limits.max_tool_labels, rule_names, policy.write_tools)
-        finished: Callable[[Trajectory], None] = self.metrics.finished
-        if on_trajectory:
-            def finished(t: Trajectory) -> None:
-                self.metrics.finished(t)
-                for cb in on_trajectory:
-                    cb(t)
-        self.engine = Engine(policy, on_violation=(self.metrics.violation, *on_violation), on_finish=(finished,),
-                             log_violations=log_violations)
+        monitor = build_monitor(policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
+                                log_violations=log_violations)
+        self.engine = monitor.engine
+        self.metrics = monitor.metrics
         self.feeder = Feeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)
         self.queue = IngestQueue(queue_spans)
         self.counters = ReceiverMetrics(registry)
-        self.metrics.open_trajectories.set_function(lambda: self.engine.open_trajectories)
         registry.register(SelfCollector(self._stats, self.metrics))
         c = self.counters
         c.queue_capacity.set(queue_spans)

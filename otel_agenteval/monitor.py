@@ -1,0 +1,54 @@
+"""The engine with the metrics as its first sinks: what every live front door builds (the span
+processor in process, ``serve`` collector-side), so both count the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from .blindspots import checked_tools
+from .engine import Clock, Engine
+from .metrics import Metrics
+from .policy import Policy
+from .rules import KNOWN_RULES, Rule
+from .trajectory import Trajectory
+from .violation import Violation
+
+
+@dataclass
+class Monitor:
+    engine: Engine
+    metrics: Metrics
+
+
+def build_monitor(policy: Policy, registry: CollectorRegistry | None, *,
+                  on_violation: Iterable[Callable[[Violation], None]] = (),
+                  on_trajectory: Iterable[Callable[[Trajectory], None]] = (),
+                  rules: Sequence[Rule] | None = None, clock: Clock | None = None,
+                  log_violations: bool = True) -> Monitor:
+    """An :class:`Engine` whose findings go to a :class:`Metrics` on ``registry`` first, then to the callbacks.
+
+    A callback that raises is counted (``agenteval_processor_errors_total{stage="callback"}``) and
+    the others still run."""
+    rule_names = {r: s for r, s in KNOWN_RULES.items() if policy.rule_enabled(r)}
+    metrics = Metrics(registry, policy.tools, policy.limits.max_tool_labels, rule_names, policy.write_tools,
+                      known_agents=policy.agents, max_agent_labels=policy.limits.max_agent_labels)
+    metrics.unchecked.checked = checked_tools(policy.tools, policy.outcome.success_when)
+    user_done = tuple(on_trajectory)
+    engine: Engine
+
+    def finished(t: Trajectory) -> None:
+        metrics.finished(t)
+        for cb in user_done:
+            try:
+                cb(t)
+            except Exception:  # noqa: BLE001 - one broken callback must not starve the others
+                engine.count_error("callback")
+
+    engine = Engine(policy, rules=rules, on_violation=(metrics.violation, *on_violation),
+                    on_finish=(finished if user_done else metrics.finished,), clock=clock,
+                    log_violations=log_violations)
+    metrics.open_trajectories.set_function(lambda: engine.open_trajectories)
+    return Monitor(engine, metrics)
