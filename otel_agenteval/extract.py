@@ -378,13 +378,17 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     return response is None or _adk_error(response) is None
 
 
+_MAX_TOKENS: Final = 1 << 53  # more than any run uses; past it a count could not be compared with a float budget
+
+
 def _int(value: Any) -> int:
-    """A token count; garbage (non-numeric, inf, negative) reads as 0 rather than breaking counters."""
+    """A token count; garbage (non-numeric, inf, negative, absurdly large) reads as 0 rather than
+    breaking counters and budgets."""
     try:
         n = int(value) if value is not None else 0
     except (TypeError, ValueError, OverflowError):
         return 0
-    return max(0, n)
+    return n if 0 <= n <= _MAX_TOKENS else 0
 
 
 def usage(attrs: dict[str, Any]) -> tuple[str | None, int, int]:
@@ -401,8 +405,8 @@ def usage(attrs: dict[str, Any]) -> tuple[str | None, int, int]:
             out = attrs.get(sc.OI_COMPLETION_TOKENS)
     model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get(sc.OI_MODEL_NAME)
     return (model if type(model) is str else (str(model) if model else None),
-            inp if type(inp) is int and inp >= 0 else _int(inp),
-            out if type(out) is int and out >= 0 else _int(out))
+            inp if type(inp) is int and 0 <= inp <= _MAX_TOKENS else _int(inp),
+            out if type(out) is int and 0 <= out <= _MAX_TOKENS else _int(out))
 
 
 def llm_call(span: Any, attrs: dict[str, Any] | None = None) -> LLMCall:

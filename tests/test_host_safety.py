@@ -320,3 +320,19 @@ def test_arguments_nested_75000_deep_neither_crash_nor_escape() -> None:
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["calls"] == 3
     assert sum(got["errors"].values()) == 0
+
+
+def test_absurd_token_counts_are_read_as_zero_not_an_error() -> None:
+    provider, proc, found, done, registry = processor_with(
+        "agents: {'*': {budget: {max_tokens: 1000, max_cost_usd: 1}}}")
+    tracer = provider.get_tracer("app")
+    from opentelemetry import trace
+
+    root = tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    tracer.start_span("chat", context=trace.set_span_in_context(root), attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 2**1100,
+        "gen_ai.usage.output_tokens": 5}).end()
+    root.end()
+    assert [(t.input_tokens, t.output_tokens) for t in done] == [(0, 5)]
+    assert sum(proc.stats()["errors"].values()) == 0
+    provider.shutdown()

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from scoring_support import WORKED_CASES
 
 from otel_agenteval.scoring.cases import CasesError, cases_from_text, load_cases
