@@ -238,7 +238,7 @@ class Engine:
         while inbox and busy.acquire(False):  # checked again after release: nothing is left behind
             try:
                 while inbox:
-                    apply(run, inbox.popleft(), now)
+                    apply(run, inbox.pop(0), now)  # atomic, like append: another thread may be queueing
             finally:
                 busy.release()
 
