@@ -4,7 +4,7 @@ Rules declare what they look at (:func:`~otel_agenteval.rules.applies_to`); here
 declarations become a :class:`ToolPlan` per tool name and a tuple of rules per event, so a step
 costs one dict lookup. Rules run with no lock of the engine held, one run's events at a time,
 and a span ended by the thread while it runs a rule (an instrumented HTTP client, an LLM judge)
-is not checked again: :data:`guard` marks that thread.
+is not checked again: :mod:`._threadstate` marks that thread.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ._threadstate import guard
+from ._threadstate import enter, leave
 from .errors import caught
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule
@@ -24,9 +24,6 @@ _INF: Final = float("inf")
 MAX_PLANS: Final = 4096  # tool names come from models: plans kept for this many
 
 
-def in_monitor() -> bool:
-    """Whether this thread is inside a rule or sink of the engine right now."""
-    return guard.active is True
 
 
 def limits_of(budget: Budget) -> Limits:
@@ -132,7 +129,7 @@ class Dispatch:
 
     def run(self, event: Any, check: Check, out: list[Violation], rules: tuple[Rule, ...]) -> None:
         """Call ``rules`` for ``event``; what they find goes to ``out``. A rule that raises is counted."""
-        guard.active = True
+        enter()
         try:
             for rule in rules:
                 try:
@@ -144,7 +141,7 @@ class Dispatch:
                 except Exception:  # a broken rule must not break the host or the other rules
                     caught(self.errors, "rule")
         finally:
-            guard.active = False
+            leave()
 
 
 def repeated(t: Trajectory, step: ToolStep) -> bool:

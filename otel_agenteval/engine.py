@@ -21,8 +21,9 @@ from opentelemetry.attributes import BoundedAttributes
 
 from . import _semconv as sc
 from . import confirmations, extract
+from ._threadstate import forget_all, in_monitor
 from .assemble import Assembler
-from .dispatch import Dispatch, in_monitor, load_custom_rules
+from .dispatch import Dispatch, load_custom_rules
 from .errors import caught
 from .events import RunEvents
 from .extract import AGENT, ENDED_SPAN, FAST_SPANS, LLM, OP_KIND, STARTED_SPAN, TOOL, SpanView, as_dict
@@ -274,6 +275,7 @@ class Engine:
         """In a forked child: a fresh lock and no runs of the parent's (they finish there)."""
         self._routes.clear()
         self._store.clear()  # with a fresh lock
+        forget_all()
         self._assembler.clear()
 
     # --- the engine's own counters ----------------------------------------------------------------

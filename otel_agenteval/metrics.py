@@ -220,13 +220,12 @@ class Metrics:
                 self.redundant.inc((row.service, row.agent, self.tool_label(tool)))
         finally:
             lock.release()
-        self.unchecked.finished(t, *self.agent_label(t.service_name, t.agent_name, count=False))
+        self.unchecked.finished(t, row.service, row.agent)
         if t.tool_errors:
-            self._recoveries(t)
+            self._recoveries(t, row.service, row.agent)
 
-    def _recoveries(self, t: Trajectory) -> None:
+    def _recoveries(self, t: Trajectory, service: str, agent: str) -> None:
         """``agenteval_tool_error_recoveries_total``: one count per failed step, by what came next."""
-        service, agent = self.agent_label(t.service_name, t.agent_name, count=False)
         found = [(self.tool_label(r.tool), r.label) for r in recoveries(t.steps)]
         with self._lock:
             for tool, nxt in found:

@@ -1,7 +1,7 @@
 """Where findings go: logs, ``on_violation`` callbacks (metrics first), ``on_finish`` callbacks.
 
 Run with no lock held, on the thread that applied the event. A span that a sink makes (an
-instrumented client in a callback) is the sink's, not the agent's: :data:`._threadstate.guard`
+instrumented client in a callback) is the sink's, not the agent's: :mod:`._threadstate`
 marks the thread while they run, and the engine drops such spans, counted.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from ._threadstate import guard
+from ._threadstate import enter, leave
 from .errors import caught
 from .labels import safe_label
 from .trajectory import Trajectory, short_hash
@@ -32,7 +32,7 @@ class Sinks:
         self._errors = errors
 
     def deliver(self, violations: Sequence[Violation], finished: Trajectory | None) -> None:
-        guard.active = True  # a span the sinks make is theirs, not the agent's
+        enter()  # a span the sinks make is theirs, not the agent's
         try:
             for v in violations:
                 if self._log_violations:
@@ -49,7 +49,7 @@ class Sinks:
                     except Exception:
                         caught(self._errors, "finish")
         finally:
-            guard.active = False
+            leave()
 
     def _log(self, v: Violation) -> None:
         try:
