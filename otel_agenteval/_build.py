@@ -15,6 +15,7 @@ COMPILED_MODULES = (
     "events",
     "sinks",
     "labels",
+    "_threadstate",
     "extract",
     "trajectory",
     "arguments",
