@@ -36,19 +36,8 @@ def build_monitor(policy: Policy, registry: CollectorRegistry | None, *,
     metrics = Metrics(registry, policy.tools, policy.limits.max_tool_labels, rule_names, policy.write_tools,
                       known_agents=policy.agents, max_agent_labels=policy.limits.max_agent_labels)
     metrics.unchecked.checked = checked_tools(policy.tools, policy.outcome.success_when)
-    user_done = tuple(on_trajectory)
-    engine: Engine
-
-    def finished(t: Trajectory) -> None:
-        metrics.finished(t)
-        for cb in user_done:
-            try:
-                cb(t)
-            except Exception:  # noqa: BLE001 - one broken callback must not starve the others
-                engine.count_error("callback")
-
     engine = Engine(policy, rules=rules, on_violation=(metrics.violation, *on_violation),
-                    on_finish=(finished if user_done else metrics.finished,), clock=clock,
+                    on_finish=(metrics.finished,), on_trajectory=tuple(on_trajectory), clock=clock,
                     log_violations=log_violations)
     metrics.open_trajectories.set_function(lambda: engine.open_trajectories)
     return Monitor(engine, metrics)

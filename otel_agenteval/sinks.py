@@ -24,10 +24,13 @@ FinishSink = Callable[[Trajectory], None]
 
 
 class Sinks:
-    def __init__(self, on_violation: Sequence[Sink], on_finish: Sequence[FinishSink], log_violations: bool,
-                 errors: dict[str, int]) -> None:
+    def __init__(self, on_violation: Sequence[Sink], on_finish: Sequence[FinishSink],
+                 on_trajectory: Sequence[FinishSink], log_violations: bool, errors: dict[str, int]) -> None:
         self._on_violation = tuple(on_violation)
-        self._on_finish = tuple(on_finish)
+        # a finished run goes to the monitor's own sinks (the metrics; errors: stage "finish"),
+        # then to the app's callbacks (stage "callback"), each on its own so one broken one starves none
+        self._on_finish = tuple((done, "finish") for done in on_finish) + tuple(
+            (done, "callback") for done in on_trajectory)
         self._log_violations = log_violations  # off where violations are reported otherwise (replay)
         self._errors = errors
 
@@ -43,11 +46,11 @@ class Sinks:
                     except Exception:
                         caught(self._errors, "callback")
             if finished is not None:
-                for done in self._on_finish:
+                for done, stage in self._on_finish:
                     try:
                         done(finished)
                     except Exception:
-                        caught(self._errors, "finish")
+                        caught(self._errors, stage)
         finally:
             leave()
 
