@@ -17,8 +17,8 @@ from opentelemetry import trace
 
 from . import _semconv as sc
 from .content import is_affirmative, messages_of, shows_value
-from .extract import result_text
 from .policy import Policy, ToolPolicy
+from .span_values import result_text
 from .trajectory import ToolStep, Trajectory, parse_arguments
 
 MAX_KEPT = 64  # confirmations kept per run or conversation; the oldest go first

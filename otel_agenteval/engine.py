@@ -20,17 +20,20 @@ from typing import Any, Final
 from opentelemetry.attributes import BoundedAttributes
 
 from . import _semconv as sc
-from . import confirmations, extract
+from . import confirmations, extract, tool_steps
+from ._spanfields import SpanView
 from ._threadstate import forget_all, in_monitor
 from .assemble import Assembler
 from .dispatch import Dispatch, load_custom_rules
 from .errors import caught
 from .events import RunEvents
-from .extract import AGENT, ENDED_SPAN, FAST_SPANS, LLM, OP_KIND, STARTED_SPAN, TOOL, SpanView, as_dict
+from .extract import AGENT, LLM, OP_KIND, TOOL
 from .policy import Policy
 from .routing import Arrival, Run, explicit_agent_name, guessed_agent_name
 from .rules import Rule, builtin_rules
+from .self_stats import new_stats
 from .sinks import FinishSink, Sink, Sinks
+from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict, is_local_root
 from .store import ProcessClock, SpanClock, Store
 
 Clock = ProcessClock | SpanClock
@@ -54,19 +57,7 @@ class Engine:
         if rules is None:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
             rules.extend(load_custom_rules(policy))
-        self._stats: dict[str, Any] = {
-            "spans": {"tool": 0, "llm": 0, "agent": 0, "confirmation": 0, "other": 0},
-            "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
-            "conversations_evicted": {"capacity": 0, "ttl": 0},
-            "tool_calls": {},  # (service, agent, tool, ok) -> count, made from the assembler's rows when read
-            "late": 0,
-            "steps_dropped": 0,
-            "routes_dropped": 0,
-            "dropped": {"reentrant": 0, "duplicate": 0, "after_shutdown": 0},  # spans not taken, by why
-            "state_dropped": 0,  # entries of bounded per-run and conversation maps not kept
-            "clock_skew": 0,  # recorded spans dated in the future (not moving the replay clock)
-            "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
-        }
+        self._stats: dict[str, Any] = new_stats()
         self._spans: dict[str | None, int] = {TOOL: 0, LLM: 0, AGENT: 0, extract.CONFIRMATION: 0, None: 0}
         self._clock: Clock = clock if clock is not None else ProcessClock()
         self._dispatch = Dispatch(policy, rules, self._stats["errors"])
@@ -165,7 +156,7 @@ class Engine:
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
             end_ns: int = span._end_time or 0
             if kind is TOOL:
-                item: Any = extract.step_of(span, attrs, ctx, end_ns)
+                item: Any = tool_steps.step_of(span, attrs, ctx, end_ns)
             elif kind is LLM:
                 item = extract.usage(attrs)
             elif kind is AGENT:
@@ -215,7 +206,7 @@ class Engine:
                     if item is None:  # no agent activity seen in this trace: nothing to keep
                         return
                     run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._service(span))
-            root_end = extract.is_local_root(span)
+            root_end = is_local_root(span)
         self._submit(run, Arrival(kind, item, span, attrs, end_ns, root_end=root_end), now)
 
     # --- a run's events, one thread at a time ---------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import structlog
 
 from ..content import messages_of, shows_value
-from ..extract import result_text
+from ..span_values import result_text
 from ..trajectory import ToolStep
 from ..violation import Violation
 from .check import Check, Event, applies_to

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..confirmations import _compare
-from ..extract import result_text
+from ..span_values import result_text
 from ..trajectory import ToolStep
 from ..violation import Violation
 from .check import Check, Event, applies_to

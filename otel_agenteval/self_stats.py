@@ -1,0 +1,22 @@
+"""The monitor's own counters (``agenteval_processor_*``): one dict, laid out here, shared by the
+engine's parts, each counting what it drops, evicts or catches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def new_stats() -> dict[str, Any]:
+    return {
+        "spans": {"tool": 0, "llm": 0, "agent": 0, "confirmation": 0, "other": 0},
+        "evicted": {"capacity": 0, "ttl": 0, "shutdown": 0},
+        "conversations_evicted": {"capacity": 0, "ttl": 0},
+        "tool_calls": {},  # (service, agent, tool, ok) -> count, made from the assembler's rows when read
+        "late": 0,
+        "steps_dropped": 0,
+        "routes_dropped": 0,
+        "dropped": {"reentrant": 0, "duplicate": 0, "after_shutdown": 0},  # spans not taken, by why
+        "state_dropped": 0,  # entries of bounded per-run and conversation maps not kept
+        "clock_skew": 0,  # recorded spans dated in the future (not moving the replay clock)
+        "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
+    }
