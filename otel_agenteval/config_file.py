@@ -6,6 +6,7 @@ line of its path), pydantic's errors turned into short lines, and :class:`Config
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -21,6 +22,15 @@ class ConfigError(ValueError):
         self.source = source
         self.errors = errors
         super().__init__(f"{source}: {self.what}\n" + "\n".join(f"  {e}" for e in errors))
+
+
+def read_text(path: str | Path, error: type[ConfigError]) -> tuple[str, str]:
+    """The file's text and its name for error lines; a file that cannot be read raises ``error``."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8"), str(p)
+    except OSError as exc:
+        raise error(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
 
 
 def load_yaml(text: str, source: str, error: type[ConfigError]) -> tuple[Any, Any]:

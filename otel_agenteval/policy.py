@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .config_file import ConfigError, error_lines, load_yaml, with_lines
+from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
 from .policy_sections import (
     DEFAULT_AFFIRM,
     DEFAULT_DENY,
@@ -111,12 +111,8 @@ class Policy(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Policy:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PolicyError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
-        return cls.from_yaml(text, str(p))
+        text, source = read_text(path, PolicyError)
+        return cls.from_yaml(text, source)
 
     # --- lookups (cached: the policy is frozen) --------------------------------------------
     @functools.cached_property

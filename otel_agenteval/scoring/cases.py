@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..config_file import error_lines, load_yaml, with_lines
+from ..config_file import error_lines, load_yaml, read_text, with_lines
 from .arguments import ExpectedCall
 from .case_file import (
     ORDERS,
@@ -75,12 +75,8 @@ def load_cases(path: str | Path, by_tool: ToolNormalisers | None = None, *, orde
     alternative (``score --match``); ``steps_factor``: the step ceiling of a path without a
     ``budget.max_steps``, as a multiple of its length (0: none).
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CasesError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
-    return cases_from_text(text, str(p), by_tool, order=order, steps_factor=steps_factor)
+    text, source = read_text(path, CasesError)
+    return cases_from_text(text, source, by_tool, order=order, steps_factor=steps_factor)
 
 
 def cases_from_text(text: str, source: str = "<cases>", by_tool: ToolNormalisers | None = None, *,

@@ -145,7 +145,6 @@ class RunScore:
         return self.verdict != "fail"
 
     def to_dict(self, show_arguments: bool = False) -> dict[str, Any]:
-        calls = self.run_steps - 1
         d = {
             "trace_id": self.trace_id,
             "trial": self.trial,
@@ -165,9 +164,9 @@ class RunScore:
             "duration_s": round(self.duration_s, 3),
             "outcome": self.outcome,
             "recovery": self._recovery_dict(),
-            "step_efficiency": round(min(1.0, self.reference_steps / self.run_steps), 4),
+            "step_efficiency": round(self.step_efficiency, 4),
             "redundant_calls": self.redundant_calls,
-            "redundant_call_rate": round(self.redundant_calls / calls, 4) if calls else None,
+            "redundant_call_rate": _round(self.redundant_call_rate),
             "steps": [s.to_dict(show_arguments) for s in self.steps],
         }
         if self.messages is not None:
