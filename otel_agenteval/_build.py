@@ -32,6 +32,7 @@ COMPILED_MODULES = (
     "replay.counts",
     "replay.protobuf",
     "scoring.score",
+    "scoring.run_score",
     "scoring.match",
     "scoring.store",
     "scoring.report",

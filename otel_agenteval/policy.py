@@ -1,171 +1,66 @@
 """The policy: which tools write, what each agent may spend, prices, outcome and limits.
 
 A pydantic model, loadable from YAML (``Policy.from_file``) or a dict; usable with no file.
-Unknown keys are errors: a typo must never silently switch a rule off.
+Unknown keys are errors: a typo must never silently switch a rule off. Its sections are in
+``policy_sections.py``; reading the file and its error lines (with line numbers) in ``config_file.py``.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
+from .policy_sections import (
+    DEFAULT_AFFIRM,
+    DEFAULT_DENY,
+    NORMALISER_ALIASES,
+    AgentPolicy,
+    Budget,
+    ConfirmationPolicy,
+    ForbiddenIf,
+    Limits,
+    OutcomePolicy,
+    Price,
+    SameSubject,
+    ToolPolicy,
+)
 from .rule_names import KNOWN_RULES, Severity
 
-
-class ConfigError(ValueError):
-    """A configuration file that cannot be loaded; ``errors`` holds one ``path: message`` line each."""
-
-    what = "invalid configuration"
-
-    def __init__(self, source: str, errors: list[str]) -> None:
-        self.source = source
-        self.errors = errors
-        super().__init__(f"{source}: {self.what}\n" + "\n".join(f"  {e}" for e in errors))
+# the names users import from here (the sections and the errors live next door)
+__all__ = [
+    "DEFAULT_AFFIRM",
+    "DEFAULT_DENY",
+    "NORMALISER_ALIASES",
+    "AgentPolicy",
+    "Budget",
+    "ConfigError",
+    "ConfirmationPolicy",
+    "ForbiddenIf",
+    "Limits",
+    "OutcomePolicy",
+    "Policy",
+    "PolicyError",
+    "Price",
+    "SameSubject",
+    "ToolPolicy",
+    "load_yaml",
+    "with_lines",
+]
 
 
 class PolicyError(ConfigError):
     what = "invalid policy"
 
 
-class _Model(BaseModel):
+class Policy(BaseModel):
+    """The whole policy: its sections, loading (errors name path and line), cached lookups."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-
-NORMALISER_ALIASES = {"lower": "case", "strip": "whitespace", "int": "number", "id-pattern": "regex", "id_pattern": "regex"}
-
-
-class SameSubject(_Model):
-    argument: str
-    attribute: str
-
-
-class ForbiddenIf(_Model):
-    """One condition under which a tool must not run (rule ``conditional_forbidden``).
-
-    ``after`` + ``result_matches``: an earlier successful ``after`` call in the run returned a
-    result matching the regex. ``same_subject``: the call's ``argument`` must equal the root span
-    attribute ``attribute`` (the caller's subject), when that attribute is present.
-    """
-
-    after: str | None = None
-    result_matches: str | None = None
-    same_subject: SameSubject | None = None
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> ForbiddenIf:
-        if self.same_subject is None and (self.after is None or self.result_matches is None):
-            raise ValueError("needs either `after` with `result_matches`, or `same_subject`")
-        if self.result_matches is not None:
-            try:
-                re.compile(self.result_matches)
-            except re.error as exc:
-                raise ValueError(f"result_matches is not a valid regex: {exc}") from None
-        return self
-
-
-class ToolPolicy(_Model):
-    write: bool = False
-    requires_confirmation: bool = False
-    destructive: bool = False
-    requires_before: list[str] = []
-    forbidden_if: list[ForbiddenIf] = []
-    confirm_arguments: list[str] | None = None  # which arguments a confirmation must state; None = all
-    grounded: bool | list[str] = False  # ungrounded_argument: opt in (all arguments, or these)
-    arguments: dict[str, list[str]] = {}  # per-argument normalisers: case, whitespace, number, decimal, date, id, regex:…
-
-    @field_validator("arguments")
-    @classmethod
-    def _normalisers(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        from .scoring.normalise import build
-
-        out: dict[str, list[str]] = {}
-        for arg, specs in value.items():
-            fixed = []
-            for spec in specs:
-                name, sep, param = spec.partition(":")
-                spec = NORMALISER_ALIASES.get(name, name) + sep + param
-                try:
-                    build(spec)
-                except (ValueError, re.error) as exc:
-                    raise ValueError(f"{arg}: {exc}") from None
-                fixed.append(spec)
-            out[arg] = fixed
-        return out
-
-
-class Budget(_Model):
-    max_steps: int | None = Field(default=None, gt=0)
-    max_repeats: int | None = Field(default=None, gt=0)  # the same call (tool + normalised args)
-    max_llm_calls: int | None = Field(default=None, gt=0)
-    max_tokens: int | None = Field(default=None, gt=0)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_duration_s: float | None = Field(default=None, gt=0)
-
-    def merged_over(self, base: Budget) -> Budget:
-        """This budget's fields, each falling back to ``base`` where unset."""
-        data = base.model_dump()
-        data.update({k: v for k, v in self.model_dump().items() if v is not None})
-        return Budget(**data)
-
-
-class AgentPolicy(_Model):
-    budget: Budget = Budget()
-    allowed_tools: list[str] | None = None  # None: any tool (scope_violation otherwise)
-
-
-DEFAULT_AFFIRM = (r"^\W*(yes|yep|yeah|y|sure|ok|okay|confirm(ed)?|correct|approved?|go ahead|"
-                  r"please (do|go ahead|proceed)|do it|proceed|that'?s (right|correct))\b")
-DEFAULT_DENY = (r"\b(no|nope|not|don'?t|do not|cancel|stop|never|wait|hold on|wrong|isn'?t|"
-                r"rather not)\b")
-
-
-class ConfirmationPolicy(_Model):
-    """Where confirmations come from, and what counts as a yes."""
-
-    tools: list[str] = []  # confirmation tools, e.g. ask_user_confirmation
-    affirm: str = DEFAULT_AFFIRM
-    deny: str = DEFAULT_DENY
-    from_messages: bool = True  # read captured chat messages when content capture is on
-
-    @field_validator("affirm", "deny")
-    @classmethod
-    def _regex(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regex: {exc}") from None
-        return value
-
-
-class Price(_Model):
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-
-
-class OutcomePolicy(_Model):
-    success_when: list[str] = []
-
-
-class Limits(_Model):
-    """Bounds on everything the processor keeps in memory."""
-
-    max_open_trajectories: int = Field(default=10_000, gt=0)
-    max_steps_per_trajectory: int = Field(default=512, gt=0)
-    trajectory_ttl_s: float = Field(default=900.0, gt=0)
-    max_conversations: int = Field(default=50_000, gt=0)
-    conversation_ttl_s: float = Field(default=3600.0, gt=0)
-    max_open_spans: int = Field(default=200_000, gt=0)
-    max_tool_labels: int = Field(default=64, gt=0)
-    max_agent_labels: int = Field(default=64, gt=0)  # agent_name label values, then "other"
-    late_memory: int = Field(default=10_000, gt=0)
-
-
-class Policy(_Model):
     version: Literal[1] = 1
     tools: dict[str, ToolPolicy] = {}
     agents: dict[str, AgentPolicy] = {}
@@ -204,7 +99,7 @@ class Policy(_Model):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise PolicyError(source, _error_lines(exc)) from None
+            raise PolicyError(source, error_lines(exc)) from None
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "<yaml>") -> Policy:
@@ -216,12 +111,8 @@ class Policy(_Model):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Policy:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PolicyError(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
-        return cls.from_yaml(text, str(p))
+        text, source = read_text(path, PolicyError)
+        return cls.from_yaml(text, source)
 
     # --- lookups (cached: the policy is frozen) --------------------------------------------
     @functools.cached_property
@@ -304,57 +195,3 @@ class Policy(_Model):
 
     def rule_enabled(self, rule: str) -> bool:
         return self.rules.get(rule, True)
-
-
-def load_yaml(text: str, source: str, error: type[ConfigError]) -> tuple[Any, Any]:
-    """YAML data and its node tree (to name lines in errors); bad YAML names line and column."""
-    try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        raise error(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
-
-
-def with_lines(exc: ConfigError, node: Any) -> ConfigError:
-    """The same errors, each with the line of its path in the file."""
-    return type(exc)(exc.source, [_with_line(e, node) for e in exc.errors])
-
-
-def _with_line(error: str, node: Any) -> str:
-    """``path: message`` with `` (line N)`` added, found by walking the YAML node tree."""
-    path, sep, msg = error.partition(": ")
-    line = None
-    for part in path.split("."):
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if str(key.value) == part:
-                    line, node = key.start_mark.line + 1, value
-                    break
-            else:
-                break
-        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
-            node = node.value[int(part)]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return f"{path}{sep}{msg} (line {line})" if line is not None and sep else error
-
-
-def _num(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
-
-
-def _error_lines(exc: ValidationError) -> list[str]:
-    lines = []
-    for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling)"
-        elif err["type"] == "greater_than":
-            msg = f"must be > {_num(err['ctx']['gt'])}"
-        elif err["type"] == "greater_than_equal":
-            msg = f"must be >= {_num(err['ctx']['ge'])}"
-        lines.append(f"{path}: {msg}")
-    return lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..policy import ConfigError
+from ..config_file import ConfigError
 
 
 class CasesError(ConfigError):

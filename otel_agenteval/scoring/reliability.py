@@ -15,11 +15,11 @@ from math import comb
 from typing import Any, Protocol
 
 from ..summary import percentile
-from .cases import ResolvedCase
+from .references import ResolvedCase
 
 
 class ScoredRun(Protocol):
-    """A scored run as the summaries see it: a :class:`~.score.RunScore` or a spooled record."""
+    """A scored run as the summaries see it: a :class:`~.run_score.RunScore` or a spooled record."""
 
     trial: int | None
     verdict: str

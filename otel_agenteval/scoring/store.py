@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import orjson
 
-from .score import RunScore
+from .run_score import RunScore
 
 
 class RunRecord:
