@@ -52,16 +52,22 @@ def error_type_of(attrs: dict[str, Any], events: Any) -> str:
     return "error"
 
 
+def _json_object(text: Any, prefix: str) -> dict[str, Any] | None:
+    """``text`` read as a JSON object when it is a string starting with ``prefix``, else None."""
+    if type(text) is not str or not text.startswith(prefix):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if type(value) is dict else None
+
+
 def adk_error(response: Any) -> str | None:
     """The error of a Google ADK tool response ``{"error": "..."}`` (how ADK 1.x records a tool
     that raised, and what an ``on_tool_error_callback`` returns), else None."""
-    if type(response) is not str or not response.startswith(sc.ADK_ERROR_PREFIX):
-        return None
-    try:
-        value = json.loads(response)
-    except ValueError:
-        return None
-    if type(value) is dict and len(value) == 1:
+    value = _json_object(response, sc.ADK_ERROR_PREFIX)
+    if value is not None and len(value) == 1:
         error = value.get("error")
         if error:
             return str(error)
@@ -71,13 +77,8 @@ def adk_error(response: Any) -> str | None:
 def unwrap_call(raw: Any) -> Any:
     """smolagents' tool input ``{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}``
     -> the model's arguments (``kwargs``); anything else as it is."""
-    if type(raw) is not str or not raw.startswith(sc.SMOLAGENTS_CALL_PREFIX):
-        return raw
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return raw
-    if type(value) is not dict or not value.keys() <= sc.SMOLAGENTS_CALL_KEYS:
+    value = _json_object(raw, sc.SMOLAGENTS_CALL_PREFIX)
+    if value is None or not value.keys() <= sc.SMOLAGENTS_CALL_KEYS:
         return raw
     args, kwargs = value.get("args") or [], value.get("kwargs")
     if type(kwargs) is not dict or type(args) is not list:
