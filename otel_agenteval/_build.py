@@ -27,6 +27,7 @@ COMPILED_MODULES = (
     "replay.readers",
     "replay.counts",
     "replay.protobuf",
+    "replay.wire",
     "scoring.score",
     "scoring.match",
     "scoring.store",
