@@ -337,8 +337,15 @@ class Feeder:
                 raised[j] = True
         # a subtree whose parent never came is fed end-only: the engine keeps it by trace, open
         # (incomplete) rather than one run per orphan span
-        starts = sorted([i for i in range(n) if anchored[i]], key=lambda i: (start[i], depth[i], i))
-        ends = sorted(range(n), key=lambda i: (end[i], -depth[i], i))
+        # starts by (start, depth, index), ends by (end, -depth, index): each a stable sort by time
+        # of the indexes laid out by depth (no tuple or Python call per span)
+        by_depth: list[list[int]] = [[] for _ in range(max(depth) + 1)] if n else []
+        for i in range(n):
+            by_depth[depth[i]].append(i)
+        starts = [i for level in by_depth for i in level if anchored[i]]
+        starts.sort(key=start.__getitem__)
+        ends = [i for level in reversed(by_depth) for i in level]
+        ends.sort(key=end.__getitem__)
         engine = self._engine
         k = 0
         m = len(starts)
