@@ -182,12 +182,12 @@ def baseline(bodies: list[bytes]) -> float:
     from otel_agenteval.engine import Engine
     from otel_agenteval.metrics import Metrics
     from otel_agenteval.receiver.decoding import from_protobuf
-    from otel_agenteval.replay.feed import Feeder
+    from otel_agenteval.replay.live import LiveFeeder
 
     policy = Policy.from_yaml(POLICY, "<bench>")
     metrics = Metrics(CollectorRegistry(), policy.tools, policy.limits.max_tool_labels)
     engine = Engine(policy, on_violation=(metrics.violation,), on_finish=(metrics.finished,), log_violations=False)
-    feeder = Feeder(engine, 1_000_000, grace_s=0.0, idle_s=60.0)
+    feeder = LiveFeeder(engine, 1_000_000, grace_s=0.0, idle_s=60.0)
     n = 0
     t0 = time.thread_time()
     for body in bodies:

@@ -13,7 +13,7 @@ Modules: :mod:`.config` (settings), :mod:`.decoding` (request bodies through rep
 :mod:`.pipeline` (bounded ingest queue, the consumer thread, the engine), :mod:`.otlp_http` and
 :mod:`.otlp_grpc` (the listeners), :mod:`.server` (start/stop in order), :mod:`.command` (the CLI).
 Trace completion (grace period after the root, idle timeout) is
-:class:`otel_agenteval.replay.feed.Feeder`'s clock-driven mode.
+:class:`otel_agenteval.replay.live.LiveFeeder`.
 """
 
 from __future__ import annotations

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ..replay.decode import Bad, parse, spans_from_json, typed_request, why
+from ..replay.decode import parse, spans_from_json
 from ..replay.protobuf import request_spans
 from ..replay.readers import gc_paused
 from ..replay.spanview import RecordedSpan
+from ..replay.typed_json import typed_request
+from ..replay.values import Bad, why
 from ..replay.wire import wire_spans
 
 MAX_MESSAGES = 5  # rejection messages kept per request (all are counted)

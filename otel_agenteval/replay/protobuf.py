@@ -16,8 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.trace import SpanKind
 
 from .counts import ReadCounts, gc_paused
-from .decode import _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from .values import _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 from .wire import wire_spans
 
 _KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
