@@ -208,3 +208,10 @@ def test_corrupted_requests_are_never_read_otherwise(make_processor: Any) -> Non
         elif expected == "DecodeError":
             refused += 1
     assert read > 300 and refused > 300  # both sides of the line were exercised
+
+
+def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
+    from otel_agenteval._build import compiled_modules
+    from otel_agenteval.replay.protobuf import WIRE_SPANS
+
+    assert (WIRE_SPANS is not None) == ("replay.wire" in compiled_modules())

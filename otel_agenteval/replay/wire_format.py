@@ -13,7 +13,9 @@ from struct import unpack_from
 from sys import intern
 from typing import Any, Final
 
-_KEYS: Final[dict[bytes, str]] = {}  # attribute keys as read, decoded once (and interned: the engine's names)
+# attribute keys as read, decoded once and interned (the engine's names); first come, first
+# kept: past _MAX_KEYS the others are decoded each time
+_KEYS: Final[dict[bytes, str]] = {}
 _MAX_KEYS: Final = 4096
 _MAX_KEY_BYTES: Final = 128
 _NEG: Final = 1 << 63
