@@ -42,6 +42,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from processor_overhead import make_workload  # noqa: E402
 
+CONVERSATION = "gen_ai.conversation.id"
 POLICY_FILE = Path(tempfile.gettempdir()) / f"agenteval-serve-bench-{os.getpid()}.yaml"
 # the processor benchmark's policy (processor_overhead.POLICY), as the file serve reads
 POLICY = """\
@@ -69,10 +70,13 @@ def requests_of(spans: list[Any], batch: int) -> list[ExportTraceServiceRequest]
 
 
 def rekeyed(template: list[ExportTraceServiceRequest], copies: int, round_no: int) -> list[bytes]:
-    """``copies`` of the requests, each copy with new trace ids (first 4 bytes: round and copy)."""
+    """``copies`` of the requests, each copy new runs: new trace ids (first 4 bytes: round and
+    copy) and new conversation ids, as the processor benchmark makes every run new (a reused
+    conversation would grow without end and see every copy's writes as repeats)."""
     out = []
     for c in range(copies):
         prefix = ((round_no << 16) | c).to_bytes(4, "big")
+        suffix = f"-{round_no}.{c}"
         for req in template:
             r = ExportTraceServiceRequest()
             r.CopyFrom(req)
@@ -80,6 +84,9 @@ def rekeyed(template: list[ExportTraceServiceRequest], copies: int, round_no: in
                 for ss in rs.scope_spans:
                     for s in ss.spans:
                         s.trace_id = prefix + s.trace_id[4:]
+                        for kv in s.attributes:
+                            if kv.key == CONVERSATION:
+                                kv.value.string_value += suffix
             out.append(r.SerializeToString())
     return out
 
@@ -182,12 +189,12 @@ def baseline(bodies: list[bytes]) -> float:
     from otel_agenteval.engine import Engine
     from otel_agenteval.metrics import Metrics
     from otel_agenteval.receiver.decoding import from_protobuf
-    from otel_agenteval.replay.feed import Feeder
+    from otel_agenteval.replay.live import LiveFeeder
 
     policy = Policy.from_yaml(POLICY, "<bench>")
     metrics = Metrics(CollectorRegistry(), policy.tools, policy.limits.max_tool_labels)
     engine = Engine(policy, on_violation=(metrics.violation,), on_finish=(metrics.finished,), log_violations=False)
-    feeder = Feeder(engine, 1_000_000, grace_s=0.0, idle_s=60.0)
+    feeder = LiveFeeder(engine, 1_000_000, grace_s=0.0, idle_s=60.0)
     n = 0
     t0 = time.thread_time()
     for body in bodies:
@@ -242,7 +249,7 @@ def main() -> None:
                 throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, args.threads)
                 counted += per_round
                 while sum(spans_counted(info["metrics_port"])) < counted:
-                    time.sleep(0.01)
+                    time.sleep(0.1)  # a scrape costs the server ~3 ms of CPU: not too often
                 wall = time.perf_counter() - t0
                 cpu = proc_cpu(server.pid) - cpu0
                 late = spans_counted(info["metrics_port"])[1]

@@ -17,7 +17,7 @@ import trace_files as tf
 from conftest import ISSUE_POLICY
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_agenteval.replay import decode
+from otel_agenteval.replay import decode, otlp_json, typed_json, values
 from otel_agenteval.replay.readers import InputError, ReadCounts, RejectedInput, iter_spans
 
 
@@ -252,9 +252,9 @@ _ODD_SPANS = {
 
 def _reference(s: Any) -> Any:
     try:
-        return fields(decode._otlp_json_span(s, decode.EMPTY_RESOURCE))
-    except (decode.Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
-        return f"where[0]: {decode.why(exc)}"
+        return fields(otlp_json._otlp_json_span(s, otlp_json.EMPTY_RESOURCE))
+    except (values.Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return f"where[0]: {values.why(exc)}"
 
 
 @pytest.mark.parametrize("case", sorted(_ODD_SPANS))
@@ -263,7 +263,7 @@ def test_fast_path_reads_each_form_as_the_reference(case: str) -> None:
     s = _span(**kw) if isinstance(kw, dict) else kw
     out: list[Any] = []
     rejects: list[str] = []
-    decode._otlp_json_spans([s], decode.EMPTY_RESOURCE, out, "where", rejects.append)
+    otlp_json._otlp_json_spans([s], otlp_json.EMPTY_RESOURCE, out, "where", rejects.append)
     got = rejects[0] if rejects else fields(out[0])
     assert len(out) + len(rejects) == 1 and got == _reference(s)
 
@@ -275,7 +275,7 @@ def test_fast_path_parents_are_per_trace_and_per_remoteness() -> None:
              _span(spanId="6" * 16), _span(spanId="7" * 16, traceId="zz"), _span(spanId="8" * 16)]
     out: list[Any] = []
     rejects: list[str] = []
-    decode._otlp_json_spans(spans, decode.EMPTY_RESOURCE, out, "where", rejects.append)
+    otlp_json._otlp_json_spans(spans, otlp_json.EMPTY_RESOURCE, out, "where", rejects.append)
     assert [fields(s) for s in out] == [_reference(s) for s in spans if s["traceId"] != "zz"]
     assert rejects == [_reference(spans[6]).replace("[0]", "[6]")]
     assert out[0].parent is out[1].parent and out[4].parent is not out[0].parent  # shared: one parent, one context
@@ -308,9 +308,9 @@ def test_usual_forms_take_the_fast_path(case: str, monkeypatch: pytest.MonkeyPat
         raise AssertionError("slow path taken")
 
     expected = _reference(_span(**_ODD_SPANS[case]))  # type: ignore[arg-type]
-    monkeypatch.setattr(decode, "_otlp_json_span", slow)
+    monkeypatch.setattr(otlp_json, "_otlp_json_span", slow)
     out: list[Any] = []
-    decode._otlp_json_spans([_span(**_ODD_SPANS[case])], decode.EMPTY_RESOURCE, out, "where", print)  # type: ignore[arg-type]
+    otlp_json._otlp_json_spans([_span(**_ODD_SPANS[case])], otlp_json.EMPTY_RESOURCE, out, "where", print)  # type: ignore[arg-type]
     assert [fields(s) for s in out] == [expected]
 
 
@@ -347,12 +347,12 @@ def test_protobuf_fast_path_reads_each_form_as_the_reference(case: str) -> None:
 
     s = _pb_span(**_ODD_PB_SPANS[case])
     try:
-        expected = fields(protobuf._span(s, decode.EMPTY_RESOURCE))
-    except decode.Bad as exc:
+        expected = fields(protobuf._span(s, otlp_json.EMPTY_RESOURCE))
+    except values.Bad as exc:
         expected = f"where[0]: {exc}"
     out: list[Any] = []
     rejects: list[str] = []
-    protobuf._spans([s], decode.EMPTY_RESOURCE, out, "where", rejects.append)
+    protobuf._spans([s], otlp_json.EMPTY_RESOURCE, out, "where", rejects.append)
     assert len(out) + len(rejects) == 1 and (rejects[0] if rejects else fields(out[0])) == expected
     if case == "common":
         assert out[0].attributes == {"k": "v", "empty": "", "i": 0}
@@ -397,17 +397,17 @@ def _dict_path(data: bytes) -> tuple[Any, list[str]]:
     rejects: list[str] = []
     try:
         got = [fields(s) for s in decode.spans_from_json(decode.parse(data), "w", rejects.append)]
-    except (decode.Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
-        return f"w: {decode.why(exc)}", rejects
+    except (values.Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return f"w: {values.why(exc)}", rejects
     return got, rejects
 
 
 @pytest.mark.parametrize("case", sorted(_ODD_REQUESTS))
 def test_typed_path_reads_each_form_as_the_dict_path(case: str) -> None:
     pytest.importorskip("msgspec")
-    assert decode.typed_request is not None
+    assert typed_json.typed_request is not None
     for data in (json.dumps(_ODD_REQUESTS[case]).encode(), json.dumps(_ODD_REQUESTS[case], indent=2).encode()):
-        typed = decode.typed_request(data)
+        typed = typed_json.typed_request(data)
         expected, rejects = _dict_path(data)
         if typed is not None:  # taken: exactly the spans of the dict path, and nothing it rejects
             assert rejects == [] and [fields(s) for s in typed] == expected
@@ -419,19 +419,19 @@ def test_typed_path_reads_each_form_as_the_dict_path(case: str) -> None:
                                   "two resources", "resource values", "old scope name", "status forms"])
 def test_usual_requests_take_the_typed_path(case: str) -> None:
     pytest.importorskip("msgspec")
-    assert decode.typed_request is not None
+    assert typed_json.typed_request is not None
     data = json.dumps(_ODD_REQUESTS[case]).encode()
-    typed = decode.typed_request(data)
+    typed = typed_json.typed_request(data)
     assert typed is not None and [fields(s) for s in typed] == _dict_path(data)[0]
 
 
 def test_odd_numbers_leave_the_typed_path(tmp_path: Path) -> None:
     """Odd forms are not guessed at: each is read (or named) by the dict path, as before."""
     pytest.importorskip("msgspec")
-    assert decode.typed_request is not None
+    assert typed_json.typed_request is not None
     for odd in ({"startTimeUnixNano": "5.0"}, {"endTimeUnixNano": "1e3"}, {"flags": "768"}, {"traceId": "0" * 32},
                 {"attributes": [{"key": "k", "value": {"stringValue": None}}]}):
-        assert decode.typed_request(json.dumps(_request([_span(**odd)])).encode()) is None
+        assert typed_json.typed_request(json.dumps(_request([_span(**odd)])).encode()) is None
 
 
 @pytest.mark.parametrize("fmt", sorted(tf.WRITERS))

@@ -9,7 +9,7 @@ from test_serve_input import _spans
 from otel_agenteval import Policy
 from otel_agenteval.engine import Engine
 from otel_agenteval.receiver.decoding import from_message
-from otel_agenteval.replay.feed import Feeder
+from otel_agenteval.replay.live import LiveFeeder
 
 
 def _recorded(n_runs: int):
@@ -25,7 +25,7 @@ def _feeder(max_spans: int = 1000):
     now = [0.0]
     done = []
     engine = Engine(Policy(), on_finish=(done.append,), log_violations=False)
-    return Feeder(engine, max_spans, clock=lambda: now[0], grace_s=5.0, idle_s=30.0), now, done
+    return LiveFeeder(engine, max_spans, clock=lambda: now[0], grace_s=5.0, idle_s=30.0), now, done
 
 
 def test_a_trace_plays_a_grace_period_after_its_root():

@@ -13,12 +13,26 @@ Modules: :mod:`.config` (settings), :mod:`.decoding` (request bodies through rep
 :mod:`.pipeline` (bounded ingest queue, the consumer thread, the engine), :mod:`.otlp_http` and
 :mod:`.otlp_grpc` (the listeners), :mod:`.server` (start/stop in order), :mod:`.command` (the CLI).
 Trace completion (grace period after the root, idle timeout) is
-:class:`otel_agenteval.replay.feed.Feeder`'s clock-driven mode.
+:class:`otel_agenteval.replay.live.LiveFeeder`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .config import ConfigError, ServeConfig
-from .server import Receiver
+
+if TYPE_CHECKING:
+    from .server import Receiver
 
 __all__ = ["ConfigError", "Receiver", "ServeConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    # imported when first asked for: the CLI imports this package for every command, and the
+    # servers (uvicorn, grpcio, protobuf: ~160 modules, ~15 MB) are for ``serve`` alone
+    if name == "Receiver":
+        from .server import Receiver
+
+        return Receiver
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,10 @@
 """OTLP request bodies -> :class:`RecordedSpan` lists, through replay's one decoder.
 
-Protobuf is parsed into ``ExportTraceServiceRequest`` and read by
-:func:`otel_agenteval.replay.protobuf.request_spans`; JSON goes through replay's typed fast path
-and its dict reader (:mod:`otel_agenteval.replay.decode`). A body that cannot be read at all
+Protobuf is read from the wire by :func:`otel_agenteval.replay.wire.wire_spans` (on the compiled
+build) when it holds only the usual forms, else parsed into ``ExportTraceServiceRequest`` and
+read by :func:`otel_agenteval.replay.protobuf.request_spans` (which names what is wrong); JSON
+goes through replay's typed fast path and its dict reader (:mod:`otel_agenteval.replay.decode`).
+A body that cannot be read at all
 raises :class:`BadRequest` (HTTP 400 / gRPC ``INVALID_ARGUMENT``); a span that cannot be read is
 rejected on its own, named, and reported back as OTLP partial success.
 """
@@ -15,10 +17,12 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ..replay.decode import Bad, parse, spans_from_json, typed_request, why
-from ..replay.protobuf import request_spans
+from ..replay.decode import parse, spans_from_json
+from ..replay.protobuf import WIRE_SPANS, request_spans
 from ..replay.readers import gc_paused
 from ..replay.spanview import RecordedSpan
+from ..replay.typed_json import typed_request
+from ..replay.values import Bad, why
 
 MAX_MESSAGES = 5  # rejection messages kept per request (all are counted)
 
@@ -64,6 +68,9 @@ def gunzip(body: bytes, limit: int) -> bytes:
 
 def from_protobuf(body: bytes, where: str = "request") -> Decoded:
     with gc_paused():
+        fast = WIRE_SPANS(body) if WIRE_SPANS is not None else None  # the usual forms, from the bytes
+        if fast is not None:
+            return Decoded(fast)
         req = ExportTraceServiceRequest()
         try:
             req.ParseFromString(body)

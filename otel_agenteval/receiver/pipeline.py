@@ -1,7 +1,7 @@
 """Listeners -> bounded ingest queue -> one consumer thread -> the engine.
 
 Listeners only decode, validate and :meth:`IngestQueue.put`; the consumer thread alone calls the
-engine (through :class:`~otel_agenteval.replay.feed.Feeder`'s clock-driven API), so the engine
+engine (through :class:`~otel_agenteval.replay.live.LiveFeeder`), so the engine
 never sees contention. The queue is bounded in spans: a full queue refuses the batch (the
 listener answers 429 / ``RESOURCE_EXHAUSTED`` and the client retries), counted.
 """
@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from ..collectors import SelfCollector
 from ..monitor import build_monitor
 from ..policy import Policy
-from ..replay.feed import Feeder
+from ..replay.live import LiveFeeder
 from ..replay.spanview import RecordedSpan
 from ..trajectory import Trajectory
 from ..violation import Violation
@@ -119,7 +119,7 @@ class Pipeline:
                                 log_violations=log_violations)
         self.engine = monitor.engine
         self.metrics = monitor.metrics
-        self.feeder = Feeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)
+        self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)
         self.queue = IngestQueue(queue_spans)
         self.counters = ReceiverMetrics(registry)
         registry.register(SelfCollector(self._stats, self.metrics))

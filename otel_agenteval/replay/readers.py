@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from .counts import InputError, ReadCounts, RejectedInput, gc_paused
-from .decode import Bad, end_time, parse, spans_from_json, typed_request, why
+from .decode import parse, spans_from_json
 from .spanview import RecordedSpan
+from .typed_json import typed_request
+from .values import Bad, end_time, why
 
 __all__ = ["InputError", "ReadCounts", "RejectedInput", "gc_paused", "iter_batches", "iter_spans", "read_file"]
 
