@@ -33,7 +33,7 @@ from .routing import Arrival, Run, explicit_agent_name, guessed_agent_name
 from .rules import Rule, builtin_rules
 from .self_stats import new_stats
 from .sinks import FinishSink, Sink, Sinks
-from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict, is_local_root
+from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict
 from .store import ProcessClock, SpanClock, Store
 
 Clock = ProcessClock | SpanClock
@@ -197,16 +197,18 @@ class Engine:
                 return
             tid = ctx[0]
             store = self._store
-            with store.lock:
-                run = store.by_trace.get(tid)
-                if run is None:
-                    if tid in store.done_traces:
-                        self._stats["late"] += 1
-                        return
-                    if item is None:  # no agent activity seen in this trace: nothing to keep
-                        return
-                    run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._service(span))
-            root_end = is_local_root(span)
+            run = store.by_trace.get(tid)  # a dict read is atomic: the lock only to add a run
+            if run is None:
+                with store.lock:
+                    run = store.by_trace.get(tid)
+                    if run is None:
+                        if tid in store.done_traces:
+                            self._stats["late"] += 1
+                            return
+                        if item is None:  # no agent activity seen in this trace: nothing to keep
+                            return
+                        run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._service(span))
+            root_end = parent is None or bool(parent[2])  # a local root: no parent, or a remote one
         self._submit(run, Arrival(kind, item, span, attrs, end_ns, root_end=root_end), now)
 
     # --- a run's events, one thread at a time ---------------------------------------------------

@@ -47,15 +47,18 @@ class ProcessClock:
 class SpanClock:
     """For recorded traces: the latest span end seen, with absurd times (future) not taken, counted."""
 
-    __slots__ = ("_now", "skewed")
+    __slots__ = ("_latest", "_now", "skewed")
 
     def __init__(self) -> None:
         self._now = 0
+        self._latest = time.time_ns() + FUTURE_NS  # the latest end taken (a day past the wall clock)
         self.skewed = 0  # spans whose end was past the wall clock (not moving the clock)
 
     def now(self, span_end_ns: int) -> int:
         if span_end_ns > self._now:
-            if span_end_ns > time.time_ns() + FUTURE_NS:
+            if span_end_ns > self._latest:  # past the bound read last: read the wall clock again
+                self._latest = time.time_ns() + FUTURE_NS
+            if span_end_ns > self._latest:
                 self.skewed += 1
             else:
                 self._now = span_end_ns
