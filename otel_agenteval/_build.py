@@ -26,6 +26,7 @@ COMPILED_MODULES = (
     "metrics",
     "_series",
     "confirmations",
+    "recovery",
     "_semconv",
     "replay.feed",
     "replay.readers",
@@ -38,6 +39,7 @@ COMPILED_MODULES = (
     "scoring.report",
     "scoring.normalise",
     "scoring.bind",
+    "scoring.transcript",
 )
 
 
