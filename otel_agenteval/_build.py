@@ -40,6 +40,7 @@ COMPILED_MODULES = (
     "scoring.normalise",
     "scoring.bind",
     "scoring.transcript",
+    "scoring.reliability",
 )
 
 
