@@ -26,6 +26,7 @@ COMPILED_MODULES = (
     "metrics",
     "_series",
     "confirmations",
+    "recovery",
     "_semconv",
     "replay.feed",
     "replay.live",
@@ -41,6 +42,8 @@ COMPILED_MODULES = (
     "scoring.report",
     "scoring.normalise",
     "scoring.bind",
+    "scoring.transcript",
+    "scoring.reliability",
 )
 
 

@@ -18,7 +18,8 @@ The recovery rate is ``(tried_other + successful retries) / errors``. Redundancy
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from .steps import ToolStep  # typed: the compiled build reads a step's fields directly
 
 RETRIED_SAME = "retried_same"
 TRIED_OTHER = "tried_other"
@@ -58,14 +59,17 @@ class Recovery:
     def __hash__(self) -> int:
         return hash((self.index, self.tool, self.next, self.retry_ok))
 
+    def __reduce__(self) -> tuple[object, ...]:  # copy and pickle in the compiled build too
+        return (Recovery, (self.index, self.tool, self.next, self.retry_ok))
+
     def __repr__(self) -> str:
         return f"Recovery({self.index}, {self.tool!r}, {self.next!r}, retry_ok={self.retry_ok})"
 
 
-def recoveries(steps: Sequence[Any]) -> list[Recovery]:
-    """One :class:`Recovery` per failed step of ``steps`` (``ToolStep``-like: ``tool``, ``ok``,
-    ``call_key``), in order. Arguments are compared (``call_key``) only where a failed step is
-    followed by a call to the same tool."""
+def recoveries(steps: Sequence[ToolStep]) -> list[Recovery]:
+    """One :class:`Recovery` per failed step of ``steps`` (a trajectory's tool steps), in order.
+    Arguments are compared (``call_key``) only where a failed step is followed by a call to the
+    same tool."""
     n = len(steps)
     out: list[Recovery] = []
     later_ok = False  # some step after position i succeeded (filled from the end)
@@ -96,7 +100,7 @@ def recovery_rate(found: Sequence[Recovery]) -> float | None:
     return sum(1 for r in found if r.recovered) / len(found)
 
 
-def repeated_calls(calls: Sequence[Any]) -> int:
+def repeated_calls(calls: Sequence[ToolStep]) -> int:
     """Calls repeating an earlier *successful* identical call (same tool and normalised arguments)
     of the run: a retry after an error is recovery, not redundancy. Arguments are compared only
     for tools called more than once."""

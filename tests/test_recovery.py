@@ -94,3 +94,20 @@ def test_score_reports_recovery_efficiency_and_redundancy(tmp_path: Path, capsys
     assert "recovery 0.50 [step 1 lookup_order: retried_same (ok), step 5 get_policy: gave_up]" in out
     main(["score", str(traces), "--cases", str(tmp_path / "cases.yaml"), "-q", "--format", "markdown"])
     assert "| c | capability | 2/2 | k=1:1.00  k=2:1.00 | 0.50 | 0.75 | 0.29 | ok |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_scored_run_with_recoveries_copies_and_pickles(how: str) -> None:
+    """Recoveries ride in a RunScore, which copies and pickles in both builds (``rebuild``): so do they."""
+    import copy
+    import pickle
+
+    from otel_agenteval.scoring.cases import cases_from_text
+    from otel_agenteval.scoring.score import score_run
+
+    t, _ = trajectory([fail(A), A, B])
+    case = cases_from_text("cases: [{id: c, reference: {required: [{tool: get_policy}]}}]")[0]
+    run = score_run(t, case, SUPPORT_POLICY)
+    assert run.recoveries == [Recovery(0, "lookup_order", RETRIED_SAME, True)]
+    twin = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda r: pickle.loads(pickle.dumps(r))}[how](run)
+    assert twin.recoveries == run.recoveries and twin.to_dict() == run.to_dict()

@@ -175,3 +175,18 @@ def test_steps_the_engine_dropped_still_count() -> None:
     s = score_run(t, one_case("[{tool: lookup_order, args: {order_id: '88120'}}]"), small, v)
     assert (s.run_steps, s.extra_steps) == (6, 4)
     assert "2 steps past the policy's max_steps_per_trajectory were not kept" in s.reasons
+
+
+def test_run_dict_rounds_as_round_does() -> None:
+    """The run dict skips ``round`` for 0 and 1 (its dearest call): the values are round's all the same."""
+    import math
+
+    from otel_agenteval.scoring.run_score import RunScore
+
+    for v in (0.0, -0.0, 1.0, 0.5, 0.123456789, 2 / 3, 0.99995, 1e-9, 123.4567891):
+        run = RunScore("c", "t", None, "a", "pass", [], True, v, 0, 0, 3, 2, 0, [], None,
+                       cost_usd=v, duration_s=v)
+        d = run.to_dict()
+        for key, digits in (("argument_accuracy", 4), ("cost_usd", 6), ("duration_s", 3)):
+            assert d[key] == round(v, digits) and math.copysign(1, d[key]) == math.copysign(1, round(v, digits)), key
+        assert d["step_efficiency"] == round(2 / 3, 4) and d["redundant_call_rate"] == 0.0

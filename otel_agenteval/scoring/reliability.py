@@ -105,11 +105,17 @@ def efficiency(runs: Sequence[ScoredRun]) -> dict[str, Any]:
     the mean of reference length over run length (at most 1); redundant calls: calls repeating
     an earlier identical call of the run, over calls, pooled. ``None`` where nothing counts.
     """
-    errors = sum(r.tool_errors for r in runs)
-    recovered = sum(r.recovered for r in runs)
-    calls = sum(r.run_steps - 1 for r in runs)
-    redundant = sum(r.redundant_calls for r in runs)
-    eff = [min(1.0, r.reference_steps / r.run_steps) for r in runs if r.run_steps]
+    errors = recovered = calls = redundant = 0
+    eff: list[float] = []
+    for r in runs:  # one pass: a set has every run of its cases
+        errors += r.tool_errors
+        recovered += r.recovered
+        redundant += r.redundant_calls
+        steps = r.run_steps
+        calls += steps - 1
+        if steps:
+            ratio = r.reference_steps / steps
+            eff.append(ratio if ratio < 1.0 else 1.0)
     return {
         "tool_errors": errors, "recovered": recovered,
         "recovery_rate": round(recovered / errors, 4) if errors else None,

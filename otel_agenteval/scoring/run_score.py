@@ -131,7 +131,7 @@ class RunScore:
     @property
     def step_efficiency(self) -> float:
         """Reference length over run length (each with its final answer), at most 1."""
-        return min(1.0, self.reference_steps / self.run_steps)
+        return _step_efficiency(self.reference_steps, self.run_steps)
 
     @property
     def redundant_call_rate(self) -> float | None:
@@ -152,7 +152,7 @@ class RunScore:
             "verdict": self.verdict,
             "reasons": list(self.reasons),
             "coverage": self.coverage,
-            "argument_accuracy": None if self.argument_accuracy is None else round(self.argument_accuracy, 4),
+            "argument_accuracy": _round(self.argument_accuracy),
             "extra_steps": self.extra_steps,
             "duplicate_writes": self.duplicate_writes,
             "run_steps": self.run_steps,
@@ -160,11 +160,11 @@ class RunScore:
             "reference": "main" if self.reference == 0 else f"alternative {self.reference}",
             "first_divergence": self.first_divergence,
             "violations": [{"rule": r, "severity": sev, "span_id": sid} for r, sev, sid in self.violations],
-            "cost_usd": round(self.cost_usd, 6),
-            "duration_s": round(self.duration_s, 3),
+            "cost_usd": _rounded(self.cost_usd, 6),
+            "duration_s": _rounded(self.duration_s, 3),
             "outcome": self.outcome,
             "recovery": self._recovery_dict(),
-            "step_efficiency": round(self.step_efficiency, 4),
+            "step_efficiency": _efficiency(self.reference_steps, self.run_steps),
             "redundant_calls": self.redundant_calls,
             "redundant_call_rate": _round(self.redundant_call_rate),
             "steps": [s.to_dict(show_arguments) for s in self.steps],
@@ -181,5 +181,30 @@ class RunScore:
                 "next": [{"step": r.index + 1, "tool": r.tool, "next": r.next, "retry_ok": r.retry_ok} for r in found]}
 
 
+def _step_efficiency(reference_steps: int, run_steps: int) -> float:
+    return min(1.0, reference_steps / run_steps)
+
+
+# (reference steps, run steps) -> the rounded step efficiency: a few dozen pairs in any input
+_EFFICIENCY: dict[tuple[int, int], float] = {}
+_EFFICIENCY_KEPT = 4096
+
+
+def _efficiency(reference_steps: int, run_steps: int) -> float:
+    key = (reference_steps, run_steps)
+    value = _EFFICIENCY.get(key)
+    if value is None:
+        value = _rounded(_step_efficiency(reference_steps, run_steps), 4)
+        if len(_EFFICIENCY) < _EFFICIENCY_KEPT:
+            _EFFICIENCY[key] = value
+    return value
+
+
 def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 4)
+    return None if v is None else _rounded(v, 4)
+
+
+def _rounded(v: float, digits: int) -> float:
+    """``round(v, digits)``, skipped for 0 and 1 (common here, and their own rounding): a float's
+    ``round`` with digits goes through its decimal string, the dearest call in a run's dict."""
+    return v if v == 0.0 or v == 1.0 else round(v, digits)
