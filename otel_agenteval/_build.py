@@ -14,6 +14,7 @@ COMPILED_MODULES = (
     "finalise",
     "events",
     "sinks",
+    "self_stats",
     "labels",
     "_threadstate",
     "extract",

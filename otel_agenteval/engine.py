@@ -31,7 +31,7 @@ from .extract import AGENT, LLM, OP_KIND, TOOL
 from .policy import Policy
 from .routing import Arrival, Run, explicit_agent_name, guessed_agent_name
 from .rules import Rule, builtin_rules
-from .self_stats import new_stats
+from .self_stats import SpanCounts, new_stats
 from .sinks import FinishSink, Sink, Sinks
 from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict
 from .store import ProcessClock, SpanClock, Store
@@ -58,7 +58,7 @@ class Engine:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
             rules.extend(load_custom_rules(policy))
         self._stats: dict[str, Any] = new_stats()
-        self._spans: dict[str | None, int] = {TOOL: 0, LLM: 0, AGENT: 0, extract.CONFIRMATION: 0, None: 0}
+        self._spans = SpanCounts()
         self._clock: Clock = clock if clock is not None else ProcessClock()
         self._dispatch = Dispatch(policy, rules, self._stats["errors"])
         self._store = Store(policy.limits, self._stats)
@@ -155,17 +155,22 @@ class Engine:
             op: Any = attrs.get(sc.OPERATION_NAME)  # the GenAI semconv case, decided without a call
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
             end_ns: int = span._end_time or 0
+            counts = self._spans
             if kind is TOOL:
                 item: Any = tool_steps.step_of(span, attrs, ctx, end_ns)
+                counts.tool += 1
             elif kind is LLM:
                 item = extract.usage(attrs)
+                counts.llm += 1
             elif kind is AGENT:
                 item = extract.agent_span(span, attrs)
+                counts.agent += 1
             elif kind is None:
                 item = None
+                counts.other += 1
             else:
                 item = confirmations.from_span(span)
-            self._spans[kind] += 1
+                counts.confirmation += 1
             now = self._clock.now(end_ns)
             run = self._routes.pop(sid, None)
             if (run is not None and item is not None and sid != run.key and not run.closed
@@ -281,9 +286,7 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         """The engine's own counters: spans by kind, evictions, late spans, drops, errors (live, not a copy)."""
         s = self._stats
-        n = self._spans
-        s["spans"].update(tool=n[TOOL], llm=n[LLM], agent=n[AGENT], confirmation=n[extract.CONFIRMATION],
-                          other=n[None])
+        s["spans"].update(self._spans.as_dict())
         s["tool_calls"] = self._assembler.tool_counts()
         if isinstance(self._clock, SpanClock):
             s["clock_skew"] = self._clock.skewed

@@ -20,3 +20,20 @@ def new_stats() -> dict[str, Any]:
         "clock_skew": 0,  # recorded spans dated in the future (not moving the replay clock)
         "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
     }
+
+
+class SpanCounts:
+    """Spans ended, by kind (``agenteval_spans_total{kind}``): one field each, counted on every span."""
+
+    __slots__ = ("agent", "confirmation", "llm", "other", "tool")
+
+    def __init__(self) -> None:
+        self.tool = 0
+        self.llm = 0
+        self.agent = 0
+        self.confirmation = 0
+        self.other = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"tool": self.tool, "llm": self.llm, "agent": self.agent, "confirmation": self.confirmation,
+                "other": self.other}
