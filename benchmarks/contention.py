@@ -65,34 +65,36 @@ def reentrant_rule(event: Any, check: Any) -> None:
         _tracer[0].start_span("judge", context=Context()).end()  # a span made while the rule runs
 
 
-def _worker(tracer: trace.Tracer, n: int, stop: threading.Event, lat: list[int], counts: list[int]) -> None:
-    run = 0
-    end_times = lat
+def one_run(tracer: trace.Tracer, call_id: str, root_ends: list[int], other_ends: list[int]) -> None:
+    """One agent run (a root, four tool spans, a ``chat`` span), each ``span.end()`` timed in ns."""
     clock = time.perf_counter_ns
-    spans = 0
-    while not stop.is_set():
-        run += 1
-        root = tracer.start_span("invoke_agent support", context=Context(), attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"})
-        ctx = trace.set_span_in_context(root)
-        for tool in TOOLS:
-            s = tracer.start_span(f"execute_tool {tool}", context=ctx, attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                "gen_ai.tool.call.arguments": f'{{"order_id": "{n}-{run}"}}'})
-            t0 = clock()
-            s.end()
-            end_times.append(clock() - t0)
-        s = tracer.start_span("chat gpt-4o", context=ctx, attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-            "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20})
+    root = tracer.start_span("invoke_agent support", context=Context(), attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"})
+    ctx = trace.set_span_in_context(root)
+    for tool in TOOLS:
+        s = tracer.start_span(f"execute_tool {tool}", context=ctx, attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.arguments": f'{{"order_id": "{call_id}"}}'})
         t0 = clock()
         s.end()
-        end_times.append(clock() - t0)
-        t0 = clock()
-        root.end()
-        end_times.append(clock() - t0)
-        spans += 6
-        counts[n] = spans
+        other_ends.append(clock() - t0)
+    s = tracer.start_span("chat gpt-4o", context=ctx, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20})
+    t0 = clock()
+    s.end()
+    other_ends.append(clock() - t0)
+    t0 = clock()
+    root.end()
+    root_ends.append(clock() - t0)
+
+
+def _worker(tracer: trace.Tracer, n: int, stop: threading.Event, lat: list[int], counts: list[int]) -> None:
+    run = 0
+    while not stop.is_set():
+        run += 1
+        one_run(tracer, f"{n}-{run}", lat, lat)
+        counts[n] = run * 6
 
 
 def _pct(sorted_ns: list[int], q: float) -> float:

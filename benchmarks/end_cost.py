@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-
-from opentelemetry import trace
-from opentelemetry.context import Context
 
 sys.path.insert(0, str(Path(__file__).parent))
 import contention  # noqa: E402
@@ -29,29 +25,10 @@ def _q(xs: list[int], p: float) -> float:
 
 def arm(agenteval: bool, runs: int) -> dict[str, float]:
     tracer = make_app(contention.POLICY, agenteval=agenteval).provider.get_tracer("end-cost")
-    clock = time.perf_counter_ns
     roots: list[int] = []
     others: list[int] = []
     for run in range(runs):
-        root = tracer.start_span("invoke_agent support", context=Context(), attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"})
-        ctx = trace.set_span_in_context(root)
-        for tool in contention.TOOLS:
-            s = tracer.start_span(f"execute_tool {tool}", context=ctx, attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                "gen_ai.tool.call.arguments": f'{{"run": {run}, "tool": "{tool}"}}'})
-            t = clock()
-            s.end()
-            others.append(clock() - t)
-        s = tracer.start_span("chat gpt-4o", context=ctx, attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-            "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20})
-        t = clock()
-        s.end()
-        others.append(clock() - t)
-        t = clock()
-        root.end()
-        roots.append(clock() - t)
+        contention.one_run(tracer, str(run), roots, others)
     return {"other p50": _q(others, 0.5), "other p99": _q(others, 0.99), "root p50": _q(roots, 0.5),
             "root p99": _q(roots, 0.99), "all p99": _q(roots + others, 0.99)}
 
