@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from pathlib import Path
@@ -147,38 +148,19 @@ def test_agentevals_trajectory_match_cases(ported: dict[str, tuple[bool, str]], 
 
 # --- ADK's tool_trajectory_avg_score, as agentevals-cli runs it ---------------------------------------
 
-TOOLS = {"lookup_order": ("order_id", ["100", "101", "102"]), "get_policy": ("topic", ["refunds", "damaged"]),
-         "create_claim": ("reason", ["damaged", "missing"]), "search_kb": ("query", ["returns", "fees"])}
+def _example() -> Any:
+    """The parity example's own trajectory generator (one copy: the test perturbs runs as it does)."""
+    path = Path(__file__).parents[1] / "examples" / "scoring" / "agentevals_cli_parity.py"
+    spec = importlib.util.spec_from_file_location("agentevals_cli_parity", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _call(rng: random.Random) -> tuple[str, dict[str, Any]]:
-    tool = rng.choice(sorted(TOOLS))
-    key, values = TOOLS[tool]
-    return (tool, {key: rng.choice(values)})
-
-
-def _perturb(expected: list[tuple[str, dict[str, Any]]], rng: random.Random) -> list[tuple[str, dict[str, Any]]]:
-    run = [(t, dict(a)) for t, a in expected]
-    for _ in range(rng.choice((0, 0, 1, 1, 2))):
-        how = rng.choice(("swap", "drop", "insert", "change", "extra_key", "repeat"))
-        if how == "swap" and len(run) > 1:
-            i, j = rng.sample(range(len(run)), 2)
-            run[i], run[j] = run[j], run[i]
-        elif how == "drop" and run:
-            run.pop(rng.randrange(len(run)))
-        elif how == "insert":
-            run.insert(rng.randrange(len(run) + 1), _call(rng))
-        elif how == "change" and run:
-            i = rng.randrange(len(run))
-            key, values = TOOLS[run[i][0]]
-            run[i] = (run[i][0], {key: rng.choice(values)})
-        elif how == "extra_key" and run:
-            i = rng.randrange(len(run))
-            run[i] = (run[i][0], {**run[i][1], "note": "x"})
-        elif how == "repeat" and run:
-            i = rng.randrange(len(run))
-            run.insert(i, run[i])
-    return run
+_EXAMPLE = _example()
+_call = _EXAMPLE.a_call
+_perturb = _EXAMPLE.perturb
 
 
 def adk_passes(actual: list[tuple[str, dict[str, Any]]], expected: list[tuple[str, dict[str, Any]]], match: str) -> bool:
