@@ -25,6 +25,7 @@ COMPILED_MODULES = (
     "steps",
     "arguments",
     "metrics",
+    "blindspots",
     "_series",
     "confirmations",
     "recovery",
