@@ -1,13 +1,16 @@
 """``span.end()`` under contention: the SDK with a BatchSpanProcessor alone, and with this processor.
 
 Each arm is a fresh ``TracerProvider`` + ``BatchSpanProcessor`` (no-op exporter); the ``agenteval``
-arm adds a ``TrajectoryProcessor``. N threads (1, 4, 32 by default) each make agent runs as
+arm adds a ``TrajectoryProcessor`` (checks in the thread that ends the span), the ``background``
+arm one with ``background=True`` (span ends handed to its consumer thread). N threads (1, 4, 32 by default) each make agent runs as
 fast as they can for ``--seconds``: an ``invoke_agent`` root, four ``execute_tool`` spans, one
 ``chat`` span, the root ended (no rule fires: arguments carry the thread and run number).
 Every ``span.end()`` is timed with ``perf_counter_ns``.
 
 Per arm and thread count: throughput (spans/s), p50 / p99 / max of ``span.end()``, calls over
-100 ms, and fairness (fewest / most spans of any thread). Arms alternate (order reversed every
+100 ms, fairness (fewest / most spans of any thread), the share of spans the BatchSpanProcessor
+exported (it drops what finds its queue full) and, for ``background``, the share the processor
+dropped (``queue_full``). Arms alternate (order reversed every
 round) for ``--rounds`` rounds; every figure is also given as a ratio to the baseline of the same
 round: the median of the per-round ratios and their range.
 
@@ -106,7 +109,8 @@ def one_round(arm: str, threads: int, seconds: float, mode: str) -> dict[str, An
     if arm != "baseline" and mode != "plain":
         extra = sleepy_rule if mode == "sleep" else reentrant_rule
         rules = [*(r for name, r in builtin_rules().items() if POLICY.rule_enabled(name)), extra]
-    app = make_app(POLICY, agenteval=arm != "baseline", rules=rules)
+    kwargs: dict[str, Any] = {"background": True} if arm == "background" else {}
+    app = make_app(POLICY, agenteval=arm != "baseline", rules=rules, **kwargs)
     tracer = app.provider.get_tracer("contention")
     _tracer[:] = [tracer]
     stop = threading.Event()
@@ -137,7 +141,10 @@ def one_round(arm: str, threads: int, seconds: float, mode: str) -> dict[str, An
         os._exit(2)
     all_ns = sorted(x for lat in lats for x in lat)
     errors = sum(app.processor.stats()["errors"].values()) if app.processor is not None else 0
-    return {"spans_per_s": sum(counts) / elapsed, "p50_ms": _pct(all_ns, 0.50), "p99_ms": _pct(all_ns, 0.99),
+    made = max(sum(counts), 1)
+    dropped = app.processor.stats()["dropped"]["queue_full"] if app.processor is not None else 0
+    return {"exported": app.exporter.exported / made, "checked": 1 - dropped / made if app.processor else 0.0,
+            "spans_per_s": sum(counts) / elapsed, "p50_ms": _pct(all_ns, 0.50), "p99_ms": _pct(all_ns, 0.99),
             "max_ms": all_ns[-1] / 1e6, "over_100ms": sum(1 for x in all_ns if x > SLOW_MS * 1e6),
             "fairness": min(counts) / max(max(counts), 1), "min_spans": min(counts), "max_spans": max(counts),
             "errors": errors}
@@ -146,39 +153,47 @@ def one_round(arm: str, threads: int, seconds: float, mode: str) -> dict[str, An
 FIGURES = ("spans_per_s", "p50_ms", "p99_ms", "max_ms", "over_100ms", "fairness")
 
 
+ARMS = ("baseline", "agenteval", "background")
+
+
 def bench(threads: int, seconds: float, rounds: int, mode: str) -> dict[str, Any]:
-    per: dict[str, list[dict[str, Any]]] = {"baseline": [], "agenteval": []}
+    per: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
     for r in range(rounds):
-        order = ("baseline", "agenteval") if r % 2 == 0 else ("agenteval", "baseline")
+        order = ARMS if r % 2 == 0 else ARMS[::-1]
         for arm in order:
             per[arm].append(one_round(arm, threads, seconds, mode))
     out: dict[str, Any] = {"threads": threads, "mode": mode, "rounds": rounds}
     for arm, rs in per.items():
-        out[arm] = {f: statistics.median(x[f] for x in rs) for f in (*FIGURES, "min_spans", "max_spans")}
+        out[arm] = {f: statistics.median(x[f] for x in rs)
+                    for f in (*FIGURES, "min_spans", "max_spans", "exported", "checked")}
         out[arm]["errors"] = sum(x["errors"] for x in rs)
-    ratios: dict[str, Any] = {}
-    for f in FIGURES:
-        paired = [a[f] / b[f] for a, b in zip(per["agenteval"], per["baseline"]) if b[f]]
-        ratios[f] = (statistics.median(paired), min(paired), max(paired)) if paired else None
-    out["ratio"] = ratios
+    for arm in ARMS[1:]:
+        ratios: dict[str, Any] = {}
+        for f in FIGURES:
+            paired = [a[f] / b[f] for a, b in zip(per[arm], per["baseline"]) if b[f]]
+            ratios[f] = (statistics.median(paired), min(paired), max(paired)) if paired else None
+        out["ratio" if arm == "agenteval" else f"ratio_{arm}"] = ratios
     return out
 
 
 def _show(res: dict[str, Any]) -> None:
     print(f"\n== {res['threads']} thread(s), mode {res['mode']}, {res['rounds']} rounds (medians) ==")
     print(f"{'':>12} {'spans/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'>100ms':>7} {'fair':>6} "
-          f"{'min..max spans/thread':>22}")
-    for arm in ("baseline", "agenteval"):
+          f"{'min..max spans/thread':>22} {'exported':>9} {'checked':>8}")
+    for arm in ARMS:
         a = res[arm]
+        checked = f"{a['checked']:8.2f}" if arm != "baseline" else f"{'':>8}"
         print(f"{arm:>12} {a['spans_per_s']:9.0f} {a['p50_ms']:8.3f} {a['p99_ms']:8.2f} {a['max_ms']:8.1f} "
-              f"{a['over_100ms']:7.0f} {a['fairness']:6.2f} {a['min_spans']:>10.0f}..{a['max_spans']:<10.0f}")
-    cells = []
-    for f in FIGURES:
-        r = res["ratio"][f]
-        cells.append(f"{f} {r[0]:.2f}x ({r[1]:.2f}-{r[2]:.2f})" if r else f"{f} n/a")
-    print("  ratio agenteval/baseline (median, range of paired rounds): " + "; ".join(cells))
-    if res["agenteval"]["errors"]:
-        print(f"  processor errors counted: {res['agenteval']['errors']}")
+              f"{a['over_100ms']:7.0f} {a['fairness']:6.2f} {a['min_spans']:>10.0f}..{a['max_spans']:<10.0f} "
+              f"{a['exported']:9.2f} {checked}")
+    for arm in ARMS[1:]:
+        cells = []
+        for f in FIGURES:
+            r = res["ratio" if arm == "agenteval" else f"ratio_{arm}"][f]
+            cells.append(f"{f} {r[0]:.2f}x ({r[1]:.2f}-{r[2]:.2f})" if r else f"{f} n/a")
+        print(f"  ratio {arm}/baseline (median, range of paired rounds): " + "; ".join(cells))
+        if res[arm]["errors"]:
+            print(f"  processor errors counted ({arm}): {res[arm]['errors']}")
 
 
 def main() -> int:

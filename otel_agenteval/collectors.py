@@ -95,7 +95,8 @@ class SelfCollector(Collector):
                                   value=s["routes_dropped"])
         dropped = CounterMetricFamily("agenteval_spans_dropped",
                                       "Spans not processed, by reason: ended by the monitor's own rules or callbacks "
-                                      "(reentrant), delivered twice (duplicate), ended after shutdown.",
+                                      "(reentrant), delivered twice (duplicate), ended after shutdown, found the "
+                                      "checks' queue full (queue_full, background=True).",
                                       labels=("reason",))
         for reason, n in sorted(s["dropped"].items()):
             dropped.add_metric((reason,), n)

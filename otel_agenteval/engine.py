@@ -4,12 +4,11 @@ Two ways in: :meth:`Engine.start` + :meth:`Engine.end` in process (the span proc
 routes each span to its run through its parent; and :meth:`Engine.end` alone (recorded traces),
 which keys runs by trace and finalises one when the trace's local root ends.
 
-Locking: the engine's lock guards only the store (:mod:`.store`) and run creation, for a few
-dict operations, never user code. A run's events are applied by one thread at a time: the
-thread that ends a span appends it to the run's inbox and applies the inbox itself unless
-another thread is doing so (a lock only ever *tried*). Rules, metrics, logs and callbacks run
-with no lock held, and a span ended by the monitor's own code (a rule, a callback) is not
-checked again (counted as ``reentrant``).
+Locking: the engine's lock guards only the store (:mod:`.store`) and run creation, never user
+code. A run's events are applied by one thread at a time: the thread that ends a span queues it
+on the run and applies the queue itself unless another thread is doing so (a lock only *tried*).
+Rules, metrics, logs and callbacks run with no lock held; a span ended by the monitor's own code
+(a rule, a callback) is not checked again (``reentrant``).
 """
 
 from __future__ import annotations
@@ -253,7 +252,7 @@ class Engine:
         for run in victims:
             self._drain(run, now)
 
-    # --- flush / shutdown -------------------------------------------------------------------------
+    # --- flush / shutdown ------------------------------------------------------------------------
     def finalise_all(self, reason: str = "shutdown") -> None:
         """Finalise everything still open as ``incomplete`` (flush and shutdown)."""
         now = self._clock.now(0)
@@ -282,6 +281,8 @@ class Engine:
         """One more error at a stage (``agenteval_processor_errors_total``), without building :attr:`stats`."""
         self._stats["errors"][stage] += 1
 
+    def count_drop(self, reason: str) -> None:
+        self._stats["dropped"][reason] += 1  # a span not taken (agenteval_spans_dropped_total)
     @property
     def stats(self) -> dict[str, Any]:
         """The engine's own counters: spans by kind, evictions, late spans, drops, errors (live, not a copy)."""

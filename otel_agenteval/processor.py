@@ -2,6 +2,9 @@
 
 ``on_start``/``on_end`` never raise, never block on I/O, and hold the engine's lock only
 for bookkeeping: rules, metrics, logs and callbacks run with no lock held (see the engine).
+By default a span is checked in the thread that ends it (the findings are there when ``end()``
+returns, like the SDK's ``SimpleSpanProcessor``); ``background=True`` hands span ends to one
+consumer thread, bounded, like ``BatchSpanProcessor`` (see :mod:`.handoff`).
 ``clock`` (monotonic ns; default the process's) drives expiry: injectable for tests.
 """
 
@@ -14,9 +17,10 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from .collectors import SelfCollector
+from .handoff import Handoff
 from .monitor import build_monitor
 from .policy import Policy
 from .rules import Rule
@@ -29,6 +33,9 @@ class TrajectoryProcessor(SpanProcessor):
     """Rebuilds agent trajectories from finished spans, checks them inline, counts them.
 
     >>> provider.add_span_processor(TrajectoryProcessor(Policy.from_file("agenteval.yaml")))
+
+    ``background=True`` checks on one thread of its own instead of in ``end()``, with at most
+    ``max_queue_size`` span ends waiting (more are dropped, counted): see :mod:`.handoff`.
     """
 
     def __init__(
@@ -41,6 +48,8 @@ class TrajectoryProcessor(SpanProcessor):
         rules: Sequence[Rule] | None = None,
         finalise_on_flush: bool = True,
         clock: Callable[[], int] | None = None,
+        background: bool = False,
+        max_queue_size: int = 8192,
     ) -> None:
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
@@ -50,6 +59,11 @@ class TrajectoryProcessor(SpanProcessor):
         self.metrics = monitor.metrics
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
+        self._handoff: Handoff | None = None
+        if background:
+            self._handoff = Handoff(self.engine, max_queue_size)
+            Gauge("agenteval_queued_spans", "Span ends waiting for the checks' thread (background=True).",
+                  registry=self.metrics.registry).set_function(lambda: self._handoff.queued if self._handoff else 0)
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
         # of its parent's, as the SDK's BatchSpanProcessor does for its queue
         if hasattr(os, "register_at_fork"):
@@ -60,12 +74,14 @@ class TrajectoryProcessor(SpanProcessor):
         if type(self).on_start is TrajectoryProcessor.on_start:
             self.on_start = self.engine.start  # type: ignore[method-assign]
         if type(self).on_end is TrajectoryProcessor.on_end:
-            self.on_end = self.engine.end  # type: ignore[method-assign]
+            self.on_end = self.engine.end if self._handoff is None else self._handoff.end  # type: ignore[method-assign]
 
     def _after_fork(self) -> None:
         try:
             self.engine.after_fork()
             self.metrics.after_fork()
+            if self._handoff is not None:
+                self._handoff.after_fork()
         except Exception:
             self.engine.count_error("shutdown")
 
@@ -73,15 +89,21 @@ class TrajectoryProcessor(SpanProcessor):
         self.engine.start(span)  # never raises: errors are counted in agenteval_processor_errors_total
 
     def on_end(self, span: ReadableSpan) -> None:
-        self.engine.end(span)  # never raises
+        if self._handoff is not None:
+            self._handoff.end(span)  # never raises
+        else:
+            self.engine.end(span)  # never raises
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Finalise every open trajectory as ``incomplete`` so nothing in flight is lost.
+        """Check what is queued (``background=True``), then finalise every open trajectory as
+        ``incomplete`` so nothing in flight is lost.
 
         Right before a process freezes or exits (serverless, batch jobs). An app that flushes
         periodically while runs are in flight should pass ``finalise_on_flush=False``:
         then only :meth:`shutdown` finalises what is open.
         """
+        if self._handoff is not None and not self._handoff.flush(timeout_millis / 1000):
+            return False
         if not self.finalise_on_flush and not self._shut:
             return True
         try:
@@ -97,6 +119,8 @@ class TrajectoryProcessor(SpanProcessor):
             return
         self._shut = True
         try:
+            if self._handoff is not None:
+                self._handoff.close(30.0)  # what is queued is checked first
             self.engine.close()
         except Exception:
             self.engine.count_error("shutdown")

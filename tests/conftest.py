@@ -177,7 +177,7 @@ def make_processor() -> Iterable[Callable[..., Harness]]:
 
     def make(policy_yaml: str | Policy | None = None, *, rules: Sequence[Rule] | None = None,
              on_violation: Sequence[Callable[[Violation], None]] = (),
-             on_trajectory: Sequence[Callable[[Trajectory], None]] = ()) -> Harness:
+             on_trajectory: Sequence[Callable[[Trajectory], None]] = (), **processor_kwargs: Any) -> Harness:
         if isinstance(policy_yaml, Policy):
             policy = policy_yaml
         else:
@@ -188,7 +188,8 @@ def make_processor() -> Iterable[Callable[..., Harness]]:
         clock = SpanTimeClock()
         processor = TrajectoryProcessor(policy, registry=registry,
                                         on_violation=[violations.append, *on_violation],
-                                        on_trajectory=[trajectories.append, *on_trajectory], rules=rules, clock=clock)
+                                        on_trajectory=[trajectories.append, *on_trajectory], rules=rules, clock=clock,
+                                        **processor_kwargs)
         provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
         provider.add_span_processor(clock)  # first: the clock has moved when the processor sees the span
         provider.add_span_processor(processor)

@@ -138,6 +138,7 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("AgentEvalEvictionsHigh", "shutdown evictions counted", _replace('{reason=~"capacity|ttl"}', "")),
     ("AgentEvalLateSpansHigh", "threshold 1% -> 5%", _replace("> 0.01", "> 0.05")),
     ("AgentEvalStepsDropped", "window 1h -> 1m", _replace("[1h]", "[1m]")),
+    ("AgentEvalSpansDropped", "every reason counted", _replace('{reason="queue_full"}', "")),
     ("AgentUncheckedCalls", "born-above-zero branch dropped", _first_branch_only),
     ("AgentUncheckedCalls", "window 1h -> 5m", _replace("[1h]", "[5m]")),
 ]

@@ -1,0 +1,110 @@
+"""Span ends handed to one consumer thread: ``TrajectoryProcessor(background=True)``.
+
+As the SDK's ``BatchSpanProcessor`` hands finished spans to its exporter thread, ``on_end`` here
+only queues the span; routing at ``on_start`` stays in the app's thread (it is a dict write), and
+the checks, metrics, logs and callbacks run on the consumer, in the order the spans ended. So
+``span.end()`` costs the app about what the SDK's own processors cost, and a slow rule or callback
+delays only the monitor. The price is the SDK's: the queue is bounded (``max_queue_size``), and a
+span that finds it full is dropped and counted (``agenteval_spans_dropped_total{reason="queue_full"}``),
+which happens when the app's threads end spans faster than one thread can check them.
+``force_flush`` waits for what is queued. A forked child starts with an empty queue and a consumer
+of its own, as ``BatchSpanProcessor`` does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+from ._threadstate import in_monitor
+from .engine import Engine
+
+
+class _Flush:
+    """A mark in the queue: set once every span queued before it has been applied."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class Handoff:
+    def __init__(self, engine: Engine, max_queue_size: int) -> None:
+        if max_queue_size < 1:
+            raise ValueError(f"max_queue_size must be at least 1, not {max_queue_size}")
+        self._engine = engine
+        self._max = max_queue_size
+        self._queue: deque[Any] = deque()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._start()
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._consume, name="otel-agenteval-checks", daemon=True)
+        self._thread.start()
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def end(self, span: Any) -> None:
+        """``on_end``: queue the span for the consumer; never blocks, never raises."""
+        try:
+            if self._stopping or in_monitor():
+                self._engine.end(span)  # counted there: after shutdown, or made by the monitor's own code
+                return
+            queue = self._queue
+            if len(queue) >= self._max:
+                self._engine.count_drop("queue_full")
+                return
+            queue.append(span)
+            if not self._wake.is_set():  # after the append: the consumer clears before it looks
+                self._wake.set()
+        except Exception:
+            self._engine.count_error("on_end")
+
+    def _consume(self) -> None:
+        queue, wake, end = self._queue, self._wake, self._engine.end
+        while True:
+            while queue:
+                item = queue.popleft()
+                if type(item) is _Flush:
+                    item.done.set()
+                else:
+                    end(item)  # never raises
+            if self._stopping:
+                return
+            wake.clear()
+            if not queue:
+                wake.wait()
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every span queued so far has been applied; False on timeout."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return not self._queue
+        mark = _Flush()
+        self._queue.append(mark)  # past the bound: a mark is not a span
+        self._wake.set()
+        return mark.done.wait(timeout_s)
+
+    def close(self, timeout_s: float) -> bool:
+        """Apply what is queued, then stop the consumer; spans ended after this are applied in
+        the caller's thread (the engine counts them once it is closed). False on timeout."""
+        self._stopping = True
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+            return not thread.is_alive()
+        return True
+
+    def after_fork(self) -> None:
+        """In a forked child: the parent's queue and consumer are not ours; a fresh one of each."""
+        self._queue = deque()
+        self._wake = threading.Event()
+        if not self._stopping:
+            self._start()
