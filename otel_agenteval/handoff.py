@@ -7,18 +7,23 @@ the checks, metrics, logs and callbacks run on the consumer, in the order the sp
 delays only the monitor. The price is the SDK's: the queue is bounded (``max_queue_size``), and a
 span that finds it full is dropped and counted (``agenteval_spans_dropped_total{reason="queue_full"}``),
 which happens when the app's threads end spans faster than one thread can check them.
-``force_flush`` waits for what is queued. A forked child starts with an empty queue and a consumer
-of its own, as ``BatchSpanProcessor`` does.
+``force_flush`` waits for what is queued; ``shutdown`` checks what is queued for up to
+:data:`SHUTDOWN_DRAIN_S` and counts the rest (``shutdown_timeout``), so a backlog behind a slow
+rule never holds up the app's exit. A forked child starts with an empty queue and a consumer of
+its own, as ``BatchSpanProcessor`` does.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import Any
 
 from ._threadstate import in_monitor
 from .engine import Engine
+
+SHUTDOWN_DRAIN_S = 5.0  # how long shutdown() checks what is still queued
 
 
 class _Flush:
@@ -39,6 +44,7 @@ class Handoff:
         self._queue: deque[Any] = deque()
         self._wake = threading.Event()
         self._stopping = False
+        self._deadline = 0.0  # once stopping: past this (monotonic), what is queued is counted, not checked
         self._thread: threading.Thread | None = None
         self._start()
 
@@ -75,6 +81,8 @@ class Handoff:
                     item.done.set()
                 else:
                     end(item)  # never raises
+                if self._stopping and time.monotonic() > self._deadline:
+                    self._give_up()
             if self._stopping:
                 return
             wake.clear()
@@ -91,15 +99,32 @@ class Handoff:
         self._wake.set()
         return mark.done.wait(timeout_s)
 
-    def close(self, timeout_s: float) -> bool:
-        """Apply what is queued, then stop the consumer; spans ended after this are applied in
-        the caller's thread (the engine counts them once it is closed). False on timeout."""
+    def _give_up(self) -> None:
+        """Shutdown's time is up: what is still queued is counted, not checked."""
+        queue = self._queue
+        while queue:
+            item = queue.popleft()
+            if type(item) is _Flush:
+                item.done.set()
+            else:
+                self._engine.count_drop("shutdown_timeout")
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Apply what is queued (for up to ``timeout_s``, default :data:`SHUTDOWN_DRAIN_S`; the
+        rest is counted), then stop the consumer; spans ended after this are applied in the
+        caller's thread (the engine counts them once it is closed). False if the consumer was
+        still inside a rule at the end."""
+        if timeout_s is None:
+            timeout_s = SHUTDOWN_DRAIN_S
+        self._deadline = time.monotonic() + timeout_s
         self._stopping = True
         self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout_s)
-            return not thread.is_alive()
+            thread.join(timeout_s + 1.0)  # a rule that was running when time ran out may finish
+            if thread.is_alive():
+                self._give_up()
+                return False
         return True
 
     def after_fork(self) -> None:

@@ -13,20 +13,22 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry, Gauge
 
 from .collectors import SelfCollector
-from .handoff import Handoff
 from .monitor import build_monitor
 from .policy import Policy
 from .rules import Rule
 from .store import ProcessClock
 from .trajectory import Trajectory
 from .violation import Violation
+
+if TYPE_CHECKING:
+    from .handoff import Handoff
 
 
 class TrajectoryProcessor(SpanProcessor):
@@ -61,6 +63,8 @@ class TrajectoryProcessor(SpanProcessor):
         self._shut = False
         self._handoff: Handoff | None = None
         if background:
+            from .handoff import Handoff  # imported when asked for
+
             self._handoff = Handoff(self.engine, max_queue_size)
             Gauge("agenteval_queued_spans", "Span ends waiting for the checks' thread (background=True).",
                   registry=self.metrics.registry).set_function(lambda: self._handoff.queued if self._handoff else 0)
@@ -120,7 +124,7 @@ class TrajectoryProcessor(SpanProcessor):
         self._shut = True
         try:
             if self._handoff is not None:
-                self._handoff.close(30.0)  # what is queued is checked first
+                self._handoff.close()  # what is queued is checked first (for a few seconds at most)
             self.engine.close()
         except Exception:
             self.engine.count_error("shutdown")

@@ -15,7 +15,8 @@ def new_stats() -> dict[str, Any]:
         "late": 0,
         "steps_dropped": 0,
         "routes_dropped": 0,
-        "dropped": {"reentrant": 0, "duplicate": 0, "after_shutdown": 0, "queue_full": 0},  # spans not taken, by why
+        "dropped": {"reentrant": 0, "duplicate": 0, "after_shutdown": 0, "queue_full": 0,
+                    "shutdown_timeout": 0},  # spans not taken, by why
         "state_dropped": 0,  # entries of bounded per-run and conversation maps not kept
         "clock_skew": 0,  # recorded spans dated in the future (not moving the replay clock)
         "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},

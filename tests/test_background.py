@@ -138,6 +138,20 @@ def test_shutdown_checks_what_is_queued_then_counts_later_spans(make_processor: 
     assert h.value("agenteval_spans_dropped_total", reason="after_shutdown") == 1.0
 
 
+def test_shutdown_gives_up_on_a_backlog_behind_a_slow_rule(make_processor: Any, monkeypatch: Any) -> None:
+    import otel_agenteval.handoff as handoff
+
+    monkeypatch.setattr(handoff, "SHUTDOWN_DRAIN_S", 0.3)
+    seen: list[str] = []
+    h = make_processor(WRITES, rules=[_slow_rule(0.1, seen)], background=True)
+    _run(h, [f"t{i}" for i in range(40)])  # 4 s of checks queued
+    t0 = time.perf_counter()
+    h.provider.shutdown()
+    assert time.perf_counter() - t0 < 2.0
+    dropped = h.value("agenteval_spans_dropped_total", reason="shutdown_timeout")
+    assert 30 <= dropped <= 39 and len(seen) + dropped >= 40
+
+
 def test_max_queue_size_is_checked() -> None:
     with pytest.raises(ValueError, match="max_queue_size"):
         TrajectoryProcessor(Policy(), registry=CollectorRegistry(), background=True, max_queue_size=0)
