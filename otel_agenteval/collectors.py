@@ -96,7 +96,8 @@ class SelfCollector(Collector):
         dropped = CounterMetricFamily("agenteval_spans_dropped",
                                       "Spans not processed, by reason: ended by the monitor's own rules or callbacks "
                                       "(reentrant), delivered twice (duplicate), ended after shutdown, found the "
-                                      "checks' queue full (queue_full, background=True).",
+                                      "checks' queue full (queue_full) or still queued when shutdown's time ran out (shutdown_timeout), "
+                                      "both with background=True.",
                                       labels=("reason",))
         for reason, n in sorted(s["dropped"].items()):
             dropped.add_metric((reason,), n)
