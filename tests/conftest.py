@@ -8,6 +8,8 @@ durations and TTLs are deterministic. ``Harness`` helpers build the span shapes 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +172,20 @@ class Harness:
         return self.end(root, t + step, end_attrs or None)
 
 
+def child_exit_code(pid: int, what: str, timeout_s: float = 20.0) -> int:
+    """The exit code of a forked child; the test fails with ``what`` (and the child is killed)
+    if it has not exited within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        wpid, status = os.waitpid(pid, os.WNOHANG)
+        if wpid:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail(what)
+
+
 @pytest.fixture
 def make_processor() -> Iterable[Callable[..., Harness]]:
     """``make_processor(policy_yaml=None, **processor_kwargs) -> Harness`` on a fresh registry."""
@@ -202,4 +218,5 @@ def make_processor() -> Iterable[Callable[..., Harness]]:
         h.provider.shutdown()
 
 
-__all__ = ["ISSUE_POLICY", "SERVICE", "T0", "WRITES_ONLY", "Harness", "hex_span", "hex_trace", "ns"]
+__all__ = ["ISSUE_POLICY", "SERVICE", "T0", "WRITES_ONLY", "Harness", "child_exit_code", "hex_span", "hex_trace",
+           "ns"]

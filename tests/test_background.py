@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from conftest import child_exit_code
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
@@ -187,17 +188,7 @@ def test_a_forked_child_has_its_own_queue_and_consumer() -> None:
             code = 0 if ok and [t.tool_calls for t in done[inherited:]] == [3] else 3
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        wpid, status = os.waitpid(pid, os.WNOHANG)
-        if wpid:
-            break
-        time.sleep(0.02)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child's checks never ran")
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_exit_code(pid, "the forked child's checks never ran") == 0
     agent_run(1)
     assert proc.force_flush(10_000) and [t.tool_calls for t in done] == [2, 1]
     provider.shutdown()

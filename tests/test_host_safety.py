@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import SERVICE, WRITES_ONLY, ns
+from conftest import SERVICE, WRITES_ONLY, child_exit_code, ns
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
@@ -183,17 +183,7 @@ def test_fork_while_the_lock_is_held_and_with_runs_open() -> None:
             os._exit(code)
     release.set()
     holder.join()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        wpid, status = os.waitpid(pid, os.WNOHANG)
-        if wpid:
-            break
-        time.sleep(0.02)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung on its first span end")
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_exit_code(pid, "the forked child hung on its first span end") == 0
     open_root.end()
     assert [t.outcome for t in done] == ["unknown"]  # the parent finishes its own run, once
     provider.shutdown()
