@@ -7,8 +7,8 @@ which keys runs by trace and finalises one when the trace's local root ends.
 Locking: the engine's lock guards only the store (:mod:`.store`) and run creation, never user
 code. A run's events are applied by one thread at a time: the thread that ends a span queues it
 on the run and applies the queue itself unless another thread is doing so (a lock only *tried*).
-Rules, metrics, logs and callbacks run with no lock held; a span ended by the monitor's own code
-(a rule, a callback) is not checked again (``reentrant``).
+Rules, metrics, logs and callbacks run with no lock held; a span the monitor's own code ends is
+not checked again (``reentrant``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict
 from .store import ProcessClock, SpanClock, Store
 
 Clock = ProcessClock | SpanClock
-
 _BOUNDED: Final = BoundedAttributes  # Final: read from a C static when compiled
 
 
@@ -283,6 +282,7 @@ class Engine:
 
     def count_drop(self, reason: str) -> None:
         self._stats["dropped"][reason] += 1  # a span not taken (agenteval_spans_dropped_total)
+
     @property
     def stats(self) -> dict[str, Any]:
         """The engine's own counters: spans by kind, evictions, late spans, drops, errors (live, not a copy)."""

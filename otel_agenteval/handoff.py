@@ -117,7 +117,7 @@ class Handoff:
         if timeout_s is None:
             timeout_s = SHUTDOWN_DRAIN_S
         self._deadline = time.monotonic() + timeout_s
-        self._stopping = True
+        self._stopping = True  # from now on end() checks in the caller's thread, as the default does
         self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
