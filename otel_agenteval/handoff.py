@@ -77,10 +77,13 @@ class Handoff:
         while True:
             while queue:
                 item = queue.popleft()
-                if type(item) is _Flush:
-                    item.done.set()
-                else:
-                    end(item)  # never raises
+                try:
+                    if type(item) is _Flush:
+                        item.done.set()
+                    else:
+                        end(item)  # catches every Exception
+                except BaseException:  # a rule's sys.exit(): this thread must not die and leave the checks blind
+                    self._engine.count_error("on_end")
                 if self._stopping and time.monotonic() > self._deadline:
                     self._give_up()
             if self._stopping:

@@ -153,6 +153,20 @@ def test_shutdown_gives_up_on_a_backlog_behind_a_slow_rule(make_processor: Any, 
     assert 30 <= dropped <= 39 and len(seen) + dropped >= 40
 
 
+def test_a_rule_that_exits_does_not_stop_the_checks(make_processor: Any) -> None:
+    def exits(event: Any, check: Any) -> None:
+        if isinstance(event, ToolStep) and event.tool == "exit":
+            raise SystemExit(3)
+
+    h = make_processor(WRITES, rules=[exits], background=True)
+    _run(h, ["exit", "lookup_order"])
+    _run(h, ["lookup_order"])
+    assert h.processor.force_flush(10_000)
+    assert h.value("agenteval_processor_errors_total", stage="on_end") == 1.0
+    # the step whose rule exited is lost (counted); the rest of its run and the next run are checked
+    assert [t.tool_calls for t in h.trajectories] == [1, 1]
+
+
 def test_max_queue_size_is_checked() -> None:
     with pytest.raises(ValueError, match="max_queue_size"):
         TrajectoryProcessor(Policy(), registry=CollectorRegistry(), background=True, max_queue_size=0)
