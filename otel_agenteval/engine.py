@@ -28,7 +28,7 @@ from .errors import caught
 from .events import RunEvents
 from .extract import AGENT, LLM, OP_KIND, TOOL
 from .policy import Policy
-from .routing import Arrival, Run, explicit_agent_name, guessed_agent_name
+from .routing import Arrival, Run, name_at_start
 from .rules import Rule, builtin_rules
 from .self_stats import SpanCounts, new_stats
 from .sinks import FinishSink, Sink, Sinks
@@ -95,9 +95,9 @@ class Engine:
                     run.attributes = attrs  # the span's own dict: complete once it ends, nothing copied
                 if agent:
                     run.is_agent = True
-                    self._name_at_start(run, span, attrs, own=True)
+                    name_at_start(run, span, attrs, True, self._dispatch)
             elif agent:
-                self._name_at_start(run, span, attrs, own=False)
+                name_at_start(run, span, attrs, False, self._dispatch)
             routes[ctx[1]] = run  # a dict write is atomic: no lock
             if len(routes) > self._max_routes:
                 self._drop_route()
@@ -122,19 +122,6 @@ class Engine:
         except (StopIteration, RuntimeError):  # emptied or resized by another thread meanwhile
             return
         self._stats["routes_dropped"] += 1
-
-    def _name_at_start(self, run: Run, span: Any, attrs: dict[str, Any], own: bool) -> None:
-        explicit = explicit_agent_name(attrs)
-        if explicit:
-            if own or not run.named:
-                self._rename(run, explicit, True)
-        elif run.agent_name is None:
-            guess = guessed_agent_name(span, attrs, own)
-            if guess:
-                self._rename(run, guess, False)
-
-    def _rename(self, run: Run, name: str, named: bool) -> None:
-        run.rename(name, named, self._dispatch.limits_for(name))
 
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:

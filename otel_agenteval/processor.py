@@ -65,9 +65,10 @@ class TrajectoryProcessor(SpanProcessor):
         if background:
             from .handoff import Handoff  # imported when asked for
 
-            self._handoff = Handoff(self.engine, max_queue_size)
+            handoff = self._handoff = Handoff(self.engine, max_queue_size)
             Gauge("agenteval_queued_spans", "Span ends waiting for the checks' thread (background=True).",
-                  registry=self.metrics.registry).set_function(lambda: self._handoff.queued if self._handoff else 0)
+                  registry=self.metrics.registry).set_function(lambda: handoff.queued)
+        self._end = self.engine.end if self._handoff is None else self._handoff.end  # never raises
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
         # of its parent's, as the SDK's BatchSpanProcessor does for its queue
         if hasattr(os, "register_at_fork"):
@@ -78,7 +79,7 @@ class TrajectoryProcessor(SpanProcessor):
         if type(self).on_start is TrajectoryProcessor.on_start:
             self.on_start = self.engine.start  # type: ignore[method-assign]
         if type(self).on_end is TrajectoryProcessor.on_end:
-            self.on_end = self.engine.end if self._handoff is None else self._handoff.end  # type: ignore[method-assign]
+            self.on_end = self._end  # type: ignore[method-assign]
 
     def _after_fork(self) -> None:
         try:
@@ -93,10 +94,7 @@ class TrajectoryProcessor(SpanProcessor):
         self.engine.start(span)  # never raises: errors are counted in agenteval_processor_errors_total
 
     def on_end(self, span: ReadableSpan) -> None:
-        if self._handoff is not None:
-            self._handoff.end(span)  # never raises
-        else:
-            self.engine.end(span)  # never raises
+        self._end(span)  # the engine's end, or the hand-off's queue (background=True); never raises
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Check what is queued (``background=True``), then finalise every open trajectory as

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _semconv as sc
 from . import extract
+from .dispatch import Dispatch
 from .rules import Check
 from .trajectory import Trajectory
 
@@ -86,3 +87,16 @@ def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | Non
     if guess is None and not own and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         guess = span.name  # OpenInference names a nested agent span after the agent
     return str(guess) if guess else None
+
+
+def name_at_start(run: Run, span: Any, attrs: dict[str, Any], own: bool, dispatch: Dispatch) -> None:
+    """A starting agent span names its run: a name it states outright (the key span's own wins
+    over a nested agent span's), else a guess from how it looks while the run has no name."""
+    explicit = explicit_agent_name(attrs)
+    if explicit:
+        if own or not run.named:
+            run.rename(explicit, True, dispatch.limits_for(explicit))
+    elif run.agent_name is None:
+        guess = guessed_agent_name(span, attrs, own)
+        if guess:
+            run.rename(guess, False, dispatch.limits_for(guess))
