@@ -13,7 +13,7 @@ import os
 import runpy
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 # Third-party packages are typed as Any in compiled code, whether or not the build environment
@@ -30,6 +30,10 @@ def log(message: str) -> None:
     print(f"otel-agenteval build: {message}", file=sys.stderr)
 
 
+# the OTLP protobuf wire reader in C (otel_agenteval/replay/native.py says why)
+WIRE_C = Extension("otel_agenteval.replay._wire_c", [os.path.join("otel_agenteval", "replay", "_wire_c.c")])
+
+
 def compiled_paths() -> list[str]:
     modules = runpy.run_path(os.path.join("otel_agenteval", "_build.py"))["COMPILED_MODULES"]
     return [os.path.join("otel_agenteval", *name.split(".")) + ".py" for name in modules]
@@ -43,9 +47,10 @@ def stale_extensions() -> list[str]:
     module, which then fails to find its group module ``otel_agenteval__mypyc``.
     """
     found = glob.glob("otel_agenteval__mypyc*" + SUFFIX_GLOB)
-    for path in compiled_paths():
-        found.extend(glob.glob(path[: -len(".py")] + ".*" + SUFFIX_GLOB))
-        found.extend(glob.glob(path[: -len(".py")] + SUFFIX_GLOB))
+    for path in [*compiled_paths(), *WIRE_C.sources]:
+        stem = os.path.splitext(path)[0]
+        found.extend(glob.glob(stem + ".*" + SUFFIX_GLOB))
+        found.extend(glob.glob(stem + SUFFIX_GLOB))
     return sorted(set(found))
 
 
@@ -69,7 +74,7 @@ def compiled_extensions() -> list:
     except ImportError:
         return plain_python("mypyc is not installed")
     try:
-        return mypycify([*MYPY_FLAGS, *compiled_paths()], opt_level="3", group_name="otel_agenteval")
+        return [*mypycify([*MYPY_FLAGS, *compiled_paths()], opt_level="3", group_name="otel_agenteval"), WIRE_C]
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - mypyc reports type errors by exiting
         return plain_python(f"mypyc could not compile ({exc!r})")
 

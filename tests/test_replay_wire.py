@@ -1,4 +1,5 @@
-"""The wire reader (``replay/wire.py``) reads every request as protobuf + ``request_spans`` does.
+"""The wire readers (``replay/wire.py`` and its C twin ``replay/_wire_c.c``) read every request as
+protobuf + ``request_spans`` does; every test here runs with each.
 
 Requests are built with protobuf's own classes (every field the proto defines, every value type,
 unknown fields, fields given twice) and with the SDK's OTLP encoder from real spans; each is read
@@ -9,6 +10,7 @@ never accept bytes protobuf refuses: checked on thousands of seeded corruptions 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,8 +23,20 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from test_readers import fields
 
 from otel_agenteval.receiver.decoding import from_protobuf
+from otel_agenteval.replay.native import native_spans
 from otel_agenteval.replay.protobuf import request_spans
 from otel_agenteval.replay.wire import wire_spans
+
+Reader = Callable[[bytes], Any]
+READERS: dict[str, Reader | None] = {"wire.py": wire_spans, "_wire_c": native_spans}
+
+
+@pytest.fixture(params=sorted(READERS))
+def read(request: pytest.FixtureRequest) -> Reader:
+    reader = READERS[request.param]
+    if reader is None:
+        pytest.skip("the C wire reader is built with the compiled build only")
+    return reader
 
 _T, _S, _P = bytes.fromhex("0af7651916cd43dd8448eb211c80319c"), bytes.fromhex("b7ad6b7169203331"), bytes(range(1, 9))
 
@@ -39,8 +53,8 @@ def reference(data: bytes) -> list[dict[str, Any]] | str:
     return "; ".join(rejects) if rejects else out
 
 
-def wire(data: bytes) -> list[dict[str, Any]] | None:
-    got = wire_spans(data)
+def wire(data: bytes, read: Reader) -> list[dict[str, Any]] | None:
+    got = read(data)
     return None if got is None else [fields(s) for s in got]
 
 
@@ -97,18 +111,18 @@ def request(n_spans: int = 2, **kw: Any) -> ExportTraceServiceRequest:
     return req
 
 
-def test_every_field_and_value_type_reads_as_the_reference() -> None:
+def test_every_field_and_value_type_reads_as_the_reference(read: Reader) -> None:
     data = request().SerializeToString()
-    got = wire(data)
+    got = wire(data, read)
     assert got is not None and got == reference(data)
     assert got[0]["attributes"]["list"] == ("a", 1, 2.5, False, ("n",)) and got[0]["attributes"]["unset"] is None
 
 
-def test_real_sdk_requests_read_as_the_reference(make_processor: Any) -> None:
+def test_real_sdk_requests_read_as_the_reference(make_processor: Any, read: Reader) -> None:
     spans = tf.recorded(make_processor, ISSUE_POLICY)[1]
     for k in (1, 3, len(spans)):
         data = encode_spans(spans[:k]).SerializeToString()
-        got = wire(data)
+        got = wire(data, read)
         assert got is not None and got == reference(data)
         assert [s.attributes for s in from_protobuf(data).spans] == [dict(s["attributes"]) for s in got]
 
@@ -123,9 +137,9 @@ _ODD = {
 
 
 @pytest.mark.parametrize("case", sorted(_ODD))
-def test_odd_spans_read_as_the_reference_or_go_to_it(case: str) -> None:
+def test_odd_spans_read_as_the_reference_or_go_to_it(case: str, read: Reader) -> None:
     data = request(**_ODD[case]).SerializeToString()
-    got, expected = wire(data), reference(data)
+    got, expected = wire(data, read), reference(data)
     assert got is None or got == expected
     if case in ("no parent", "remote parent", "no status", "unset status with message", "empty name"):
         assert got is not None  # usual forms: read from the wire
@@ -176,21 +190,21 @@ _HAND = {  # bytes no encoder writes, all legal protobuf
 
 
 @pytest.mark.parametrize("case", sorted(_HAND))
-def test_hand_made_wire_forms(case: str) -> None:
+def test_hand_made_wire_forms(case: str, read: Reader) -> None:
     data = _HAND[case] if case.startswith("resource") else _wrap(_HAND[case])
-    got, expected = wire(data), reference(data)
+    got, expected = wire(data, read), reference(data)
     assert got is None or got == expected, (got, expected)
     if case in ("unknown fields", "name twice (last wins)", "flags", "resource after its spans"):
         assert got is not None
 
 
-def test_corrupted_requests_are_never_read_otherwise(make_processor: Any) -> None:
+def test_corrupted_requests_are_never_read_otherwise(make_processor: Any, read: Reader) -> None:
     """Seeded flips, insertions and cuts of real requests: the wire reader gives protobuf's spans
     or gives up; bytes protobuf refuses are never read."""
     spans = tf.recorded(make_processor, ISSUE_POLICY)[1]
     seeds = [encode_spans(spans[:4]).SerializeToString(), request(1).SerializeToString()]
     rng = random.Random(11)
-    read = refused = 0
+    got_read = refused = 0
     for n in range(3000):
         data = bytearray(seeds[n % 2])
         for _ in range(rng.randint(1, 3)):
@@ -201,17 +215,44 @@ def test_corrupted_requests_are_never_read_otherwise(make_processor: Any) -> Non
                 data.insert(at, rng.randrange(256))
             else:
                 del data[at:at + rng.randint(1, 8)]
-        got, expected = wire(bytes(data)), reference(bytes(data))
+        got, expected = wire(bytes(data), read), reference(bytes(data))
         if got is not None:
-            read += 1
+            got_read += 1
             assert got == expected, bytes(data).hex()
         elif expected == "DecodeError":
             refused += 1
-    assert read > 300 and refused > 300  # both sides of the line were exercised
+    assert got_read > 300 and refused > 300  # both sides of the line were exercised
+
+
+def test_values_nested_deeper_than_the_readers_go_are_left_to_protobuf(read: Reader) -> None:
+    for depth, read_here in ((15, True), (17, False)):
+        req = request(1)
+        v = req.resource_spans[0].scope_spans[0].spans[0].attributes.add(key="deep").value
+        for _ in range(depth):
+            v = v.array_value.values.add()
+        v.string_value = "bottom"
+        data = req.SerializeToString()
+        got = wire(data, read)
+        assert (got is not None) == read_here and (got is None or got == reference(data))
+
+
+def test_keys_past_the_key_cache_read_the_same(read: Reader) -> None:
+    """More distinct keys than either reader keeps (4,096), and keys longer than it keeps (128 bytes)."""
+    req = request(1)
+    attrs = req.resource_spans[0].scope_spans[0].spans[0].attributes
+    for n in range(5000):
+        attrs.add(key=f"k{n}" + "x" * (n % 200)).value.int_value = n
+    data = req.SerializeToString()
+    got = wire(data, read)
+    assert got is not None and got == reference(data)
+    assert got[0]["attributes"]["k4999" + "x" * 199] == 4999
+    assert wire(data, read) == got  # read again: from the cache where the keys were kept
 
 
 def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
     from otel_agenteval._build import compiled_modules
     from otel_agenteval.replay.protobuf import WIRE_SPANS
 
-    assert (WIRE_SPANS is not None) == ("replay.wire" in compiled_modules())
+    compiled = "replay.wire" in compiled_modules()
+    assert (WIRE_SPANS is not None) == compiled
+    assert (native_spans is not None) == compiled and (not compiled or WIRE_SPANS is native_spans)
