@@ -112,3 +112,33 @@ def test_tls_on_every_listener(tmp_path, monkeypatch):
                 break
             assert time.monotonic() < deadline, text[-2000:]
             time.sleep(0.1)
+
+
+_MAPPED_BLOCKS = """
+import ctypes, sys
+from otel_agenteval.receiver.malloc import tune_for_large_bodies
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+said = tune_for_large_bodies() if sys.argv[1] == "tune" else "-"
+before = libc.mallinfo2().hblks
+body = bytearray(4 << 20)  # a 4 MiB request body
+print(libc.mallinfo2().hblks - before, said)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or __import__("platform").libc_ver()[0] != "glibc", reason="glibc only")
+def test_serve_keeps_request_bodies_on_the_heap_unless_the_environment_sets_malloc():
+    def run(mode: str, **env: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", _MAPPED_BLOCKS, mode], capture_output=True, text=True,
+                             check=True, env={k: v for k, v in __import__("os").environ.items()
+                                              if not k.startswith("MALLOC_")} | env)
+        return out.stdout.strip().split(" ", 1)
+
+    assert run("plain") == ["1", "-"]  # glibc's default: a fresh mmap per large body
+    assert run("tune") == ["0", "tuned"]  # from the heap, no page faults for the next one
+    assert run("tune", MALLOC_TRIM_THRESHOLD_="1048576")[1] == "set by the environment"
+    with serve_process() as (_, info):
+        assert info["malloc"] == "tuned"

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from .config import ConfigError, ServeConfig, read_token
+from .malloc import tune_for_large_bodies
 
 HELP = "receive OTLP traces (gRPC and HTTP), check every trajectory, serve Prometheus metrics"
 
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     # request's thousands of short-lived objects (freed by reference counting) trigger it rarely
     gc.freeze()
     gc.set_threshold(max(gc.get_threshold()[0], GC_THRESHOLD), *gc.get_threshold()[1:])
+    allocator = tune_for_large_bodies()
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     scheme = "https" if config.tls else "http"
     print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
                       "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
-                      "tls": config.tls, "auth": config.token is not None}), flush=True)
+                      "tls": config.tls, "auth": config.token is not None, "malloc": allocator}), flush=True)
     while not stop.wait(1.0):
         pass
     print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -113,24 +112,11 @@ class OtlpHttpApp:
         if length is not None and length.isdigit() and int(length) > limit:
             raise _Refused(413, f"body of {int(length)} bytes is larger than {limit} bytes (--max-body-bytes)",
                            "too_large")
-        deadline = time.monotonic() + self.config.body_timeout_s
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0.001))
-            except asyncio.TimeoutError:
-                raise _Refused(408, f"body not received within {self.config.body_timeout_s}s (--body-timeout)",
-                               "timeout") from None
-            if message["type"] == "http.disconnect":
-                raise _Refused(400, "client went away before the body ended", "disconnected")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise _Refused(413, f"body is larger than {limit} bytes (--max-body-bytes)", "too_large")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        try:  # one deadline for the whole body (not one timer task per chunk)
+            return await asyncio.wait_for(_chunks(receive, limit), self.config.body_timeout_s)
+        except asyncio.TimeoutError:
+            raise _Refused(408, f"body not received within {self.config.body_timeout_s}s (--body-timeout)",
+                           "timeout") from None
 
     def _enqueue(self, decoded: Decoded) -> ExportTraceServiceResponse | None:
         spans = decoded.spans
@@ -158,6 +144,22 @@ class OtlpHttpApp:
         response.partial_success.rejected_spans = decoded.rejected
         response.partial_success.error_message = decoded.error_message
         return response
+
+
+async def _chunks(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Refused(400, "client went away before the body ended", "disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _Refused(413, f"body is larger than {limit} bytes (--max-body-bytes)", "too_large")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks) if len(chunks) != 1 else chunks[0]
 
 
 def _status_body(status: int, message: str, json_body: bool) -> bytes:
