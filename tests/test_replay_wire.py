@@ -256,3 +256,29 @@ def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
     compiled = "replay.wire" in compiled_modules()
     assert (WIRE_SPANS is not None) == compiled
     assert (native_spans is not None) == compiled and (not compiled or WIRE_SPANS is native_spans)
+
+
+def test_long_values_repeated_across_spans_read_right_and_once_in_c() -> None:
+    """The C reader keeps one str for a long value it saw last (agents repeat tool definitions on
+    every model call); a value that only shares its size and both ends with it is read apart."""
+    same = "{" + "tool definition " * 40 + "}"
+    twin = same[:100] + "X" + same[101:]  # same size, same first and last 16 bytes
+    wide = "ü" * 300  # not ASCII: decoded each time
+    req = request(4)
+    for n, s in enumerate(req.resource_spans[0].scope_spans[0].spans):
+        s.attributes.add(key="defs").value.string_value = (same, same, twin, same)[n]
+        s.attributes.add(key="wide").value.string_value = wide
+    data = req.SerializeToString()
+
+    def first_resource(read: Reader) -> list[dict[str, Any]]:
+        got = read(data)
+        assert got is not None and [fields(s) for s in got] == reference(data)
+        by_name = {s.name: s.attributes for s in got if s.resource.attributes["service.name"] == "svc0"}
+        return [by_name[f"span {n}"] for n in range(4)]
+
+    for reader in (r for r in READERS.values() if r is not None):
+        attrs = first_resource(reader)
+        assert [a["defs"] for a in attrs] == [same, same, twin, same] and all(a["wide"] == wide for a in attrs)
+    if native_spans is not None:
+        defs = [a["defs"] for a in first_resource(native_spans)]
+        assert defs[0] is defs[1] and defs[2] is not defs[0]

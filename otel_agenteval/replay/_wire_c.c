@@ -22,6 +22,9 @@
 #define MAX_KEY_BYTES 128
 #define KEY_SLOTS 8192       /* twice MAX_KEYS: open addressing stays short */
 #define REMOTE_PARENT 0x300  /* SpanFlags: HAS_IS_REMOTE | IS_REMOTE */
+#define VALUE_SLOTS 64       /* long string values kept, the last one seen in each slot */
+#define MIN_SHARED 256       /* ...from this many bytes (shorter ones decode about as fast as looked up) */
+#define MAX_SHARED (64 << 10)
 
 typedef const unsigned char *Buf;
 
@@ -56,6 +59,16 @@ typedef struct {
 
 static KeySlot Keys[KEY_SLOTS];
 static Py_ssize_t KeyCount;
+
+/* Agents send the same long values on span after span: the tool definitions, request parameters
+ * and system instructions of every model call. One str for each (ASCII, so its bytes are the
+ * UTF-8 read), instead of decoding and later freeing a copy per span. */
+typedef struct {
+    uint64_t hash;
+    PyObject *value;
+} ValueSlot;
+
+static ValueSlot Values[VALUE_SLOTS];
 
 static int key_value(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *out, int depth);
 
@@ -105,6 +118,26 @@ static uint64_t be64(Buf d, Py_ssize_t i) {
 
 static PyObject *utf8(Buf d, Py_ssize_t a, Py_ssize_t b) {
     return a == b ? Py_NewRef(EmptyStr) : PyUnicode_DecodeUTF8((const char *)d + a, b - a, NULL);
+}
+
+/* a string value; a long one that is the last seen in its slot is that str again */
+static PyObject *string_value(Buf d, Py_ssize_t a, Py_ssize_t b) {
+    Py_ssize_t n = b - a;
+    if (n < MIN_SHARED || n > MAX_SHARED)
+        return utf8(d, a, b);
+    uint64_t h = (uint64_t)n;  /* the size and 16 bytes at each end pick the slot; equality is checked */
+    for (Py_ssize_t k = 0; k < 16; k++)
+        h = (h ^ d[a + k] ^ (uint64_t)d[b - 1 - k] << 8) * 1099511628211ULL;
+    ValueSlot *slot = &Values[h % VALUE_SLOTS];
+    PyObject *v = slot->value;
+    if (v != NULL && slot->hash == h && PyUnicode_GET_LENGTH(v) == n && memcmp(PyUnicode_1BYTE_DATA(v), d + a, n) == 0)
+        return Py_NewRef(v);
+    v = utf8(d, a, b);
+    if (v != NULL && PyUnicode_IS_ASCII(v)) {
+        Py_XSETREF(slot->value, Py_NewRef(v));
+        slot->hash = h;
+    }
+    return v;
 }
 
 static int check(Buf d, Py_ssize_t i, Py_ssize_t end, const char *fields);
@@ -182,9 +215,17 @@ static PyObject *key_of(Buf d, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t n = b - a;
     if (n > MAX_KEY_BYTES)
         return utf8(d, a, b);
-    uint64_t h = 14695981039346656037ULL;  /* FNV-1a */
-    for (Py_ssize_t k = a; k < b; k++)
-        h = (h ^ d[k]) * 1099511628211ULL;
+    uint64_t h = (uint64_t)n, w;  /* 8 bytes at a time; equality is checked */
+    Py_ssize_t k = a;
+    for (; k + 8 <= b; k += 8) {
+        memcpy(&w, d + k, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, d + k, (size_t)(b - k));
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 29;
     size_t slot = (size_t)h & (KEY_SLOTS - 1);
     for (;;) {
         KeySlot *s = &Keys[slot];
@@ -278,7 +319,7 @@ static PyObject *any_value(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
         case 0x0A:
             if (length(d, &i, end, &a) < 0)
                 goto fail;
-            v = utf8(d, a, i);
+            v = string_value(d, a, i);
             break;
         case 0x18:
             if (varint(d, &i, end, &n) < 0)
