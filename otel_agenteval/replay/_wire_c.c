@@ -411,6 +411,7 @@ static PyObject *context(PyObject *trace_id, uint64_t span_id, int remote) {
     PyTuple_SET_ITEM(ctx, 0, Py_NewRef(trace_id));
     PyTuple_SET_ITEM(ctx, 1, sid);
     PyTuple_SET_ITEM(ctx, 2, Py_NewRef(remote ? Py_True : Py_False));
+    PyObject_GC_UnTrack(ctx);  /* ints only: the cyclic GC would untrack it at its first pass */
     return ctx;
 }
 

@@ -86,13 +86,16 @@ class RecordedResource:
 EMPTY_RESOURCE = RecordedResource({})
 
 
-class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False):
+class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False, gc=False):  # type: ignore[call-arg]
     """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
     Fields carry the SDK's private names (``_context``, ``_attributes``, …), which the engine's
     hot path reads directly (see :data:`otel_agenteval.extract.FAST_SPANS`); the public names
     are read-only properties, as on ``ReadableSpan``. A msgspec ``Struct``: built in C, half the
-    cost of a ``__slots__`` class with a Python ``__init__``; compared by identity.
+    cost of a ``__slots__`` class with a Python ``__init__``; compared by identity. Not tracked by
+    the cyclic GC (``gc=False``): nothing it holds can lead back to it (values read from a
+    record, contexts of ints, a shared resource), and ``serve`` holds tens of thousands of spans
+    for their grace period, which every collection would otherwise walk.
     """
 
     _name: str
