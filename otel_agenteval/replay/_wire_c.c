@@ -3,9 +3,9 @@
  * The same one pass over an ExportTraceServiceRequest, the same usual forms read and the same
  * others given up on: read(data) returns the spans (in request order; the caller sorts them by
  * end time), or None for anything wire.py would give up on (then protobuf reads the request and
- * names the error). Every function here mirrors the one of the same name in wire.py or
- * wire_format.py; tests/test_replay_wire.py reads every form, and thousands of corruptions, with
- * both and with protobuf.
+ * names the error). Each function here mirrors the one of the same name in wire.py or
+ * wire_format.py (values: _array and _kvlist; any_value: _value); tests/test_replay_wire.py
+ * reads every form, and thousands of corruptions, with both and with protobuf.
  *
  * Conventions: positions are Py_ssize_t offsets into one buffer, every read is checked against
  * the end of the message it is in, and a function returns -1 (or NULL) to give up, with or
@@ -253,8 +253,9 @@ static PyObject *key_of(Buf d, Py_ssize_t a, Py_ssize_t b) {
 
 static PyObject *any_value(Buf d, Py_ssize_t i, Py_ssize_t end, int depth);
 
-static PyObject *array(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
-    PyObject *out = PyList_New(0);
+/* an ArrayValue's values (a tuple) or a KeyValueList's pairs (a dict): field 1, repeated */
+static PyObject *values(Buf d, Py_ssize_t i, Py_ssize_t end, int depth, int pairs) {
+    PyObject *out = pairs ? PyDict_New() : PyList_New(0), *v;
     uint64_t tag;
     Py_ssize_t a;
     if (out == NULL)
@@ -269,39 +270,21 @@ static PyObject *array(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
         }
         if (length(d, &i, end, &a) < 0)
             goto fail;
-        PyObject *v = any_value(d, a, i, depth);
-        if (v == NULL || PyList_Append(out, v) < 0) {
+        if (pairs) {
+            if (key_value(d, a, i, out, depth) < 0)
+                goto fail;
+        } else if ((v = any_value(d, a, i, depth)) == NULL || PyList_Append(out, v) < 0) {
             Py_XDECREF(v);
             goto fail;
+        } else {
+            Py_DECREF(v);
         }
-        Py_DECREF(v);
     }
-    PyObject *t = PyList_AsTuple(out);
+    if (pairs)
+        return out;
+    v = PyList_AsTuple(out);
     Py_DECREF(out);
-    return t;
-fail:
-    Py_DECREF(out);
-    return NULL;
-}
-
-static PyObject *kvlist(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
-    PyObject *out = PyDict_New();
-    uint64_t tag;
-    Py_ssize_t a;
-    if (out == NULL)
-        return NULL;
-    while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
-            goto fail;
-        if (tag != 0x0A) {
-            if (skip(d, &i, tag, end, ONE_FIELD) < 0)
-                goto fail;
-            continue;
-        }
-        if (length(d, &i, end, &a) < 0 || key_value(d, a, i, out, depth) < 0)
-            goto fail;
-    }
-    return out;
+    return v;
 fail:
     Py_DECREF(out);
     return NULL;
@@ -345,7 +328,7 @@ static PyObject *any_value(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
         case 0x32:
             if (depth >= MAX_DEPTH || length(d, &i, end, &a) < 0)
                 goto fail;
-            v = tag == 0x2A ? array(d, a, i, depth + 1) : kvlist(d, a, i, depth + 1);
+            v = values(d, a, i, depth + 1, tag == 0x32);
             break;
         case 0x3A:
             if (length(d, &i, end, &a) < 0)
