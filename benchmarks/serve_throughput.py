@@ -193,7 +193,8 @@ def baseline(bodies: list[bytes]) -> float:
 
     policy = Policy.from_yaml(POLICY, "<bench>")
     metrics = Metrics(CollectorRegistry(), policy.tools, policy.limits.max_tool_labels)
-    engine = Engine(policy, on_violation=(metrics.violation,), on_finish=(metrics.finished,), log_violations=False)
+    engine = Engine(policy, on_violation=(metrics.violation,), on_finish=(metrics.finished,), log_violations=False,
+                    one_caller=True)  # as serve's consumer thread
     feeder = LiveFeeder(engine, 1_000_000, grace_s=0.0, idle_s=60.0)
     n = 0
     t0 = time.thread_time()

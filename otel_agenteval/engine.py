@@ -50,8 +50,11 @@ class Engine:
         on_trajectory: Sequence[FinishSink] = (),
         log_violations: bool = True,
         clock: Clock | None = None,
+        one_caller: bool = False,
     ) -> None:
         self.policy = policy
+        # one thread makes every call (replay, serve's consumer): a run's events need no lock
+        self._one_caller = one_caller
         if rules is None:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
             rules.extend(load_custom_rules(policy))
@@ -204,6 +207,9 @@ class Engine:
     # --- a run's events, one thread at a time ---------------------------------------------------
     def _submit(self, run: Run, arrival: Arrival, now: int) -> None:
         """Apply ``arrival`` to its run, or queue it for the thread applying that run's events."""
+        if self._one_caller and not run.inbox:  # no other thread: nobody to wait for
+            self._events.apply(run, arrival, now)
+            return
         busy = run.busy
         if not run.inbox and busy.acquire(False):  # the usual case: nobody else at this run
             try:

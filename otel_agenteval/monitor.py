@@ -27,7 +27,7 @@ def build_monitor(policy: Policy, registry: CollectorRegistry | None, *,
                   on_violation: Iterable[Callable[[Violation], None]] = (),
                   on_trajectory: Iterable[Callable[[Trajectory], None]] = (),
                   rules: Sequence[Rule] | None = None, clock: Clock | None = None,
-                  log_violations: bool = True) -> Monitor:
+                  log_violations: bool = True, one_caller: bool = False) -> Monitor:
     """An :class:`Engine` whose findings go to a :class:`Metrics` on ``registry`` first, then to the callbacks.
 
     A callback that raises is counted (``agenteval_processor_errors_total{stage="callback"}``) and
@@ -38,6 +38,6 @@ def build_monitor(policy: Policy, registry: CollectorRegistry | None, *,
     metrics.unchecked.checked = checked_tools(policy.tools, policy.outcome.success_when)
     engine = Engine(policy, rules=rules, on_violation=(metrics.violation, *on_violation),
                     on_finish=(metrics.finished,), on_trajectory=tuple(on_trajectory), clock=clock,
-                    log_violations=log_violations)
+                    log_violations=log_violations, one_caller=one_caller)
     metrics.open_trajectories.set_function(lambda: engine.open_trajectories)
     return Monitor(engine, metrics)

@@ -116,7 +116,7 @@ class Pipeline:
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
         self.policy = policy
         monitor = build_monitor(policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
-                                log_violations=log_violations)
+                                log_violations=log_violations, one_caller=True)  # the consumer thread only
         self.engine = monitor.engine
         self.metrics = monitor.metrics
         self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)

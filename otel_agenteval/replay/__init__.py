@@ -73,7 +73,8 @@ def replay(
         found.insert(0, result.violations.append)
 
     # violations come back to the caller (and out in the commands' reports): a log line each only if asked
-    engine = Engine(policy, on_violation=found, on_finish=done, log_violations=log_violations, clock=SpanClock())
+    engine = Engine(policy, on_violation=found, on_finish=done, log_violations=log_violations, clock=SpanClock(),
+                    one_caller=True)
     feeder = Feeder(engine, max_held_spans)
     add = feeder.add
     thresholds = gc.get_threshold()
