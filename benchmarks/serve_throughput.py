@@ -12,8 +12,11 @@ round: wall spans/s, spans per second of the server's CPU time (user+sys, all it
 
 Baseline, measured in the same run: the same request bodies decoded and fed to a fresh engine
 in this process with no network (``decode + engine``); the served figure is given as a ratio.
+``--against DIR`` runs a second ``serve`` from another checkout's build beside this one, the two
+taking rounds in turn (who goes first alternates), and reports the ratio round by round: the
+A/B for a change, on a machine too noisy to compare separate runs.
 
-    .venv/bin/python benchmarks/serve_throughput.py [--rounds 5] [--spans 60000] [--json]
+    .venv/bin/python benchmarks/serve_throughput.py [--rounds 5] [--spans 60000] [--against DIR] [--json]
 """
 
 from __future__ import annotations
@@ -207,6 +210,35 @@ def baseline(bodies: list[bytes]) -> float:
     return n / (time.thread_time() - t0)
 
 
+def start_server(grace: float, pythonpath: str | None) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """``serve`` in its own process; ``pythonpath``: run another checkout's build (``--against``)."""
+    cmd = [sys.executable, "-m", "otel_agenteval", "serve", "--policy", str(POLICY_FILE), "--grpc-port", "0",
+           "--http-port", "0", "--metrics-port", "0", "--grace", str(grace), "--queue-spans", "200000",
+           "--max-held-spans", "1000000", "--no-log-violations"]
+    env = None if pythonpath is None else {**os.environ, "PYTHONPATH": pythonpath}
+    # -m puts the working directory first on sys.path: the other checkout's, so its build runs
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=pythonpath)
+    assert server.stdout is not None
+    return server, json.loads(server.stdout.readline())
+
+
+def one_round(server: subprocess.Popen[str], info: dict[str, Any], protocol: str, bodies: list[bytes],
+              threads: int, spans: int, counted: int) -> dict[str, Any]:
+    """Send ``bodies`` (``spans`` spans); done when the server has counted ``counted`` spans in all
+    (or as late)."""
+    cpu0 = proc_cpu(server.pid)
+    t0 = time.perf_counter()
+    send = send_http if protocol == "http" else send_grpc
+    throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, threads)
+    while sum(spans_counted(info["metrics_port"])) < counted:
+        time.sleep(0.1)  # a scrape costs the server ~3 ms of CPU: not too often
+    wall = time.perf_counter() - t0
+    cpu = proc_cpu(server.pid) - cpu0
+    late = spans_counted(info["metrics_port"])[1]
+    return {"spans_per_s": spans / wall, "spans_per_cpu_s": spans / cpu, "late_total": late,
+            "server_cpu_share": cpu / wall, "throttled_requests": throttled}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -214,10 +246,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=500, help="distinct runs recorded (then re-keyed)")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2, help="client connections")
-    ap.add_argument("--workload", default="pydantic-ai", choices=["pydantic-ai", "lean"])
+    ap.add_argument("--workload", default="pydantic-ai", choices=["pydantic-ai", "tool-heavy", "lean"])
     ap.add_argument("--protocol", default="http,grpc")
     ap.add_argument("--grace", type=float, default=0.2,
                     help="serve --grace: client threads can deliver a trace's batches out of order")
+    ap.add_argument("--against", metavar="DIR",
+                    help="another checkout with its build (make build there): its serve runs beside this one, "
+                         "the two alternating round by round; reported: this / that spans per server CPU second")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -232,35 +267,28 @@ def main() -> None:
     results: dict[str, Any] = {"workload": args.workload, "spans_per_round": per_round, "batch": args.batch,
                                "request_bytes_mean": None, "baseline_decode_engine_spans_per_s": base}
     for protocol in args.protocol.split(","):
-        cmd = [sys.executable, "-m", "otel_agenteval", "serve", "--policy", str(POLICY_FILE), "--grpc-port", "0",
-               "--http-port", "0", "--metrics-port", "0", "--grace", str(args.grace), "--queue-spans", "200000",
-               "--max-held-spans", "1000000", "--no-log-violations"]
-        server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        servers = [start_server(args.grace, None)]
+        if args.against:
+            servers.append(start_server(args.grace, args.against))
         try:
-            assert server.stdout is not None
-            info = json.loads(server.stdout.readline())
-            rows = []
-            counted = 0.0
+            rows, other = [], []
             for r in range(args.rounds):
-                bodies = rekeyed(template, copies, r)
-                results["request_bytes_mean"] = sum(map(len, bodies)) / len(bodies)
-                cpu0 = proc_cpu(server.pid)
-                t0 = time.perf_counter()
-                send = send_http if protocol == "http" else send_grpc
-                throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, args.threads)
-                counted += per_round
-                while sum(spans_counted(info["metrics_port"])) < counted:
-                    time.sleep(0.1)  # a scrape costs the server ~3 ms of CPU: not too often
-                wall = time.perf_counter() - t0
-                cpu = proc_cpu(server.pid) - cpu0
-                late = spans_counted(info["metrics_port"])[1]
-                rows.append({"spans_per_s": per_round / wall, "spans_per_cpu_s": per_round / cpu, "late_total": late,
-                             "server_cpu_share": cpu / wall, "throttled_requests": throttled})
-                del bodies
-            results[protocol] = {"rounds": rows, "peak_rss_mb": peak_rss(server.pid) / 2**20}
+                order = servers if r % 2 == 0 else servers[::-1]  # who goes first alternates
+                for k, (server, info) in enumerate(order):
+                    bodies = rekeyed(template, copies, 2 * r + k)
+                    results["request_bytes_mean"] = sum(map(len, bodies)) / len(bodies)
+                    row = one_round(server, info, protocol, bodies, args.threads, per_round, per_round * (r + 1))
+                    (rows if server is servers[0][0] else other).append(row)
+                    del bodies
+            results[protocol] = {"rounds": rows, "peak_rss_mb": peak_rss(servers[0][0].pid) / 2**20}
+            if other:
+                results[protocol]["against"] = {"tree": args.against, "rounds": other,
+                                                "ratios": [a["spans_per_cpu_s"] / b["spans_per_cpu_s"]
+                                                           for a, b in zip(rows, other)]}
         finally:
-            server.terminate()
-            server.wait(60)
+            for server, _ in servers:
+                server.terminate()
+                server.wait(60)
     POLICY_FILE.unlink(missing_ok=True)
     med_base = statistics.median(base)
     if args.json:
@@ -279,6 +307,12 @@ def main() -> None:
               f"{statistics.median(cpu) / med_base:.2f}x the baseline; peak RSS "
               f"{results[protocol]['peak_rss_mb']:.0f} MB; throttled requests "
               f"{sum(r['throttled_requests'] for r in rows)}; late spans {rows[-1]['late_total']:.0f}")
+        against = results[protocol].get("against")
+        if against:
+            ratios, theirs = against["ratios"], [r["spans_per_cpu_s"] for r in against["rounds"]]
+            print(f"      against {against['tree']}: {statistics.median(theirs):,.0f} spans per server CPU second "
+                  f"({min(theirs):,.0f}-{max(theirs):,.0f}); this / that, paired by round: "
+                  f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
 
 
 if __name__ == "__main__":
