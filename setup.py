@@ -31,7 +31,9 @@ def log(message: str) -> None:
 
 
 # the OTLP protobuf wire reader in C (otel_agenteval/replay/native.py says why)
-WIRE_C = Extension("otel_agenteval.replay._wire_c", [os.path.join("otel_agenteval", "replay", "_wire_c.c")])
+WIRE_C = Extension("otel_agenteval.replay._wire_c",
+                   [os.path.join("otel_agenteval", "replay", name) for name in ("_wire_c.c", "_wire_format.c")],
+                   depends=[os.path.join("otel_agenteval", "replay", "_wire_format.h")])
 
 
 def compiled_paths() -> list[str]:
@@ -47,7 +49,7 @@ def stale_extensions() -> list[str]:
     module, which then fails to find its group module ``otel_agenteval__mypyc``.
     """
     found = glob.glob("otel_agenteval__mypyc*" + SUFFIX_GLOB)
-    for path in [*compiled_paths(), *WIRE_C.sources]:
+    for path in [*compiled_paths(), WIRE_C.sources[0]]:
         stem = os.path.splitext(path)[0]
         found.extend(glob.glob(stem + ".*" + SUFFIX_GLOB))
         found.extend(glob.glob(stem + SUFFIX_GLOB))
