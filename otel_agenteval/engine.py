@@ -6,8 +6,9 @@ which keys runs by trace and finalises one when the trace's local root ends.
 
 Locking: the engine's lock guards only the store (:mod:`.store`) and run creation, never user
 code. A run's events are applied by one thread at a time: the thread that ends a span queues it
-on the run and applies the queue itself unless another thread is doing so (a lock only *tried*).
-Rules, metrics, logs and callbacks run with no lock held; a span the monitor's own code ends is
+on the run and applies the queue itself unless another thread is doing so (a lock only *tried*);
+with ``one_caller=True`` (replay, ``serve``'s consumer thread: one thread makes every call) it is
+applied without trying that lock. Rules, metrics, logs and callbacks run with no lock held; a span the monitor's own code ends is
 not checked again (``reentrant``).
 """
 

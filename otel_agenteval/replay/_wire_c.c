@@ -207,7 +207,10 @@ static PyObject *span(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *resource, P
     }
     if (tid_len != 16 || sid_len != 8 || (pid_len && pid_len != 8) || kind > 5)
         goto done;
-    if (last->id == NULL || memcmp(last->raw, d + tid, 16) != 0) {
+    if (last->id == NULL || memcmp(last->raw, d + tid, 16) != 0) {  /* a new trace id: checked once */
+        static const unsigned char zero[16];
+        if (memcmp(d + tid, zero, 16) == 0)
+            goto done;
         PyObject *id = _PyLong_FromByteArray(d + tid, 16, 0, 0);  /* big-endian, unsigned */
         if (id == NULL)
             goto done;
@@ -215,7 +218,7 @@ static PyObject *span(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *resource, P
         memcpy(last->raw, d + tid, 16);
     }
     uint64_t span_id = be64(d, sid);
-    if (span_id == 0 || PyObject_Not(last->id))
+    if (span_id == 0)
         goto done;
     if ((ctx = context(last->id, span_id, 0)) == NULL)
         goto done;

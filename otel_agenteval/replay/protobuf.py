@@ -24,7 +24,7 @@ from .values import _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 _KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
 
 # Compiled, the wire reader takes a third of the time of protobuf's parser + request_spans, and
-# its C twin (native) a third of that; as plain Python it takes twice protobuf's (upb is C). So it
+# its C twin (native) 40% of that; as plain Python it takes twice protobuf's (upb is C). So it
 # reads requests only when compiled (the tests read every form each way on either build).
 WIRE_SPANS: Callable[[bytes], list[RecordedSpan] | None] | None = native_spans or (
     None if (getattr(wire, "__file__", "") or "").endswith(".py") else wire.wire_spans)
