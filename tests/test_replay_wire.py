@@ -258,16 +258,21 @@ def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
     assert (native_spans is not None) == compiled and (not compiled or WIRE_SPANS is native_spans)
 
 
-def test_long_values_repeated_across_spans_read_right_and_once_in_c() -> None:
-    """The C reader keeps one str for a long value it saw last (agents repeat tool definitions on
-    every model call); a value that only shares its size and both ends with it is read apart."""
+def test_values_repeated_across_spans_read_right_and_once_in_c() -> None:
+    """The C reader keeps one str for a value it saw last in its slot (agents repeat tool
+    definitions on every model call, and a run's names and ids on every span); a value that only
+    shares its size and both ends with one is read apart."""
     same = "{" + "tool definition " * 40 + "}"
     twin = same[:100] + "X" + same[101:]  # same size, same first and last 16 bytes
     wide = "ü" * 300  # not ASCII: decoded each time
+    short = "support_agent"
+    short_twin = "0123456789abcdef-0123456789abcdef"  # 33 bytes: one in the middle is not hashed
     req = request(4)
     for n, s in enumerate(req.resource_spans[0].scope_spans[0].spans):
         s.attributes.add(key="defs").value.string_value = (same, same, twin, same)[n]
         s.attributes.add(key="wide").value.string_value = wide
+        s.attributes.add(key="short").value.string_value = (short, short, "ü", short)[n]
+        s.attributes.add(key="id").value.string_value = short_twin if n % 2 else short_twin.replace("-", "+")
     data = req.SerializeToString()
 
     def first_resource(read: Reader) -> list[dict[str, Any]]:
@@ -279,6 +284,10 @@ def test_long_values_repeated_across_spans_read_right_and_once_in_c() -> None:
     for reader in (r for r in READERS.values() if r is not None):
         attrs = first_resource(reader)
         assert [a["defs"] for a in attrs] == [same, same, twin, same] and all(a["wide"] == wide for a in attrs)
+        assert [a["short"] for a in attrs] == [short, short, "ü", short]
+        assert [a["id"] for a in attrs] == [short_twin.replace("-", "+"), short_twin] * 2
     if native_spans is not None:
-        defs = [a["defs"] for a in first_resource(native_spans)]
+        attrs = first_resource(native_spans)
+        defs = [a["defs"] for a in attrs]
         assert defs[0] is defs[1] and defs[2] is not defs[0]
+        assert attrs[0]["short"] is attrs[1]["short"] is attrs[3]["short"]

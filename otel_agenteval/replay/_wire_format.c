@@ -8,7 +8,8 @@
 #define MAX_KEY_BYTES 128
 #define KEY_SLOTS 8192       /* twice MAX_KEYS: open addressing stays short */
 #define VALUE_SLOTS 64       /* long string values kept, the last one seen in each slot */
-#define MIN_SHARED 256       /* ...from this many bytes (shorter ones decode about as fast as looked up) */
+#define MIN_LONG 256         /* ...from this many bytes */
+#define SHORT_SLOTS 1024     /* short ones (names, models, ids repeated within a run) */
 #define MAX_SHARED (64 << 10)
 
 /* the fields of each message, by field number, as in wire_format.py: x read by the caller,
@@ -31,15 +32,17 @@ typedef struct {
 static KeySlot Keys[KEY_SLOTS];
 static Py_ssize_t KeyCount;
 
-/* Agents send the same long values on span after span: the tool definitions, request parameters
- * and system instructions of every model call. One str for each (ASCII, so its bytes are the
- * UTF-8 read), instead of decoding and later freeing a copy per span. */
+/* Agents send the same values on span after span: the tool definitions, request parameters and
+ * system instructions of every model call, and a run's agent, model, conversation and operation
+ * names on each of its spans. One str for each (ASCII, so its bytes are the UTF-8 read), instead
+ * of decoding, hashing and later freeing a copy per span. */
 typedef struct {
     uint64_t hash;
     PyObject *value;
 } ValueSlot;
 
 static ValueSlot Values[VALUE_SLOTS];
+static ValueSlot Short[SHORT_SLOTS];
 
 int wire_format_init(void) {
     EmptyStr = PyUnicode_FromStringAndSize("", 0);
@@ -50,15 +53,15 @@ PyObject *utf8(Buf d, Py_ssize_t a, Py_ssize_t b) {
     return a == b ? Py_NewRef(EmptyStr) : PyUnicode_DecodeUTF8((const char *)d + a, b - a, NULL);
 }
 
-/* a string value; a long one that is the last seen in its slot is that str again */
+/* a string value; one that is the last seen in its slot is that str again */
 static PyObject *string_value(Buf d, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t n = b - a;
-    if (n < MIN_SHARED || n > MAX_SHARED)
+    if (n == 0 || n > MAX_SHARED)
         return utf8(d, a, b);
     uint64_t h = (uint64_t)n;  /* the size and 16 bytes at each end pick the slot; equality is checked */
-    for (Py_ssize_t k = 0; k < 16; k++)
+    for (Py_ssize_t k = 0, m = n < 16 ? n : 16; k < m; k++)
         h = (h ^ d[a + k] ^ (uint64_t)d[b - 1 - k] << 8) * 1099511628211ULL;
-    ValueSlot *slot = &Values[h % VALUE_SLOTS];
+    ValueSlot *slot = n < MIN_LONG ? &Short[h % SHORT_SLOTS] : &Values[h % VALUE_SLOTS];
     PyObject *v = slot->value;
     if (v != NULL && slot->hash == h && PyUnicode_GET_LENGTH(v) == n && memcmp(PyUnicode_1BYTE_DATA(v), d + a, n) == 0)
         return Py_NewRef(v);
