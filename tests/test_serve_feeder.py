@@ -3,6 +3,8 @@ second chance, capacity, late spans; outcomes from the engine."""
 
 from __future__ import annotations
 
+import gc
+
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from test_serve_input import _spans
 
@@ -70,3 +72,21 @@ def test_past_its_bound_the_oldest_trace_plays_at_once():
     assert [t.outcome for t in done] == ["incomplete"]
     feeder.close_held()  # shutdown: the rooted one plays as it is
     assert feeder.completed["shutdown"] == 1 and [t.outcome for t in done] == ["incomplete", "unknown"]
+
+
+def test_a_played_trace_leaves_nothing_to_the_cyclic_gc():
+    """The nodes a play links parent to child are freed when it ends, not at the next collection
+    (which would keep every span of the trace alive until then)."""
+    feeder, now, done = _feeder()
+    traces = _recorded(3)
+    gc.collect()
+    gc.disable()
+    try:
+        for trace in traces:
+            feeder.hold(trace)
+        now[0] = 5.0
+        assert feeder.tick() == 3 and len(done) == 3
+        left = [o for o in gc.get_objects() if type(o).__name__ == "_Node"]
+    finally:
+        gc.enable()
+    assert left == []

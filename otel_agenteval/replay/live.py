@@ -181,6 +181,9 @@ class LiveFeeder:
             if up is not None and (node.remote or node.raised) and node.end > up.end:
                 up.end = node.end
                 up.raised = True
+        for node in arrived:  # the links make cycles: cut, the nodes are freed now, not by the GC
+            node.parent = None
+            node.children = None
         # a subtree whose parent never came is fed end-only: the engine keeps it by trace, open
         # (incomplete) rather than one run per orphan span
         # starts by (start, depth, arrival), ends by (end, -depth, arrival): each a stable sort by
