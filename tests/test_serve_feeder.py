@@ -4,14 +4,19 @@ second chance, capacity, late spans; outcomes from the engine."""
 from __future__ import annotations
 
 import gc
+import random
 
+import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.trace import SpanKind
 from test_serve_input import _spans
 
 from otel_agenteval import Policy
+from otel_agenteval._build import compiled_modules
 from otel_agenteval.engine import Engine
 from otel_agenteval.receiver.decoding import from_message
 from otel_agenteval.replay.live import LiveFeeder
+from otel_agenteval.replay.spanview import STATUS_UNSET, RecordedContext, RecordedResource, RecordedSpan
 
 
 def _recorded(n_runs: int):
@@ -90,3 +95,64 @@ def test_a_played_trace_leaves_nothing_to_the_cyclic_gc():
     finally:
         gc.enable()
     assert left == []
+
+
+class _Calls:
+    """Records the engine calls of a play (plain Python build: the compiled feeder takes an Engine)."""
+
+    open_trajectories = 0
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def start(self, span) -> None:
+        self.calls.append(("start", span._context[1]))
+
+    def end(self, span) -> None:
+        self.calls.append(("end", span._context[1]))
+
+
+def _random_trace(rng: random.Random, tid: int) -> tuple[list, dict[int, int | None]]:
+    """One trace as a tree: children inside their parents; a child in another service (a remote
+    parent) on a skewed clock; some spans sent twice; delivered in any order."""
+    spans, parent_of = [], {}
+    times: dict[int, tuple[int, int]] = {}  # on one true clock
+    skews: dict[int, int] = {}  # each service's clock is off by its own amount
+    for n in range(rng.randint(1, 20)):
+        sid = 100 + n
+        if n == 0:
+            parent, start, end = None, 1000, 1000 + rng.randint(0, 500)
+        else:
+            parent = rng.choice(list(times))
+            first, last = times[parent]
+            start = rng.randint(first, last)
+            end = rng.randint(start, last)
+        times[sid] = (start, end)
+        other_service = parent is not None and rng.random() < 0.3
+        skew = skews[sid] = rng.randint(-50, 50) if other_service else skews.get(parent, 0)
+        ctx = None if parent is None else RecordedContext(tid, parent, other_service)
+        spans.append(RecordedSpan("s", RecordedContext(tid, sid, False), ctx, SpanKind.INTERNAL, start + skew,
+                                  end + skew, STATUS_UNSET, {}, (), RecordedResource({})))
+        parent_of[sid] = parent
+    sent = spans + rng.sample(spans, rng.randint(0, min(3, len(spans))))
+    rng.shuffle(sent)
+    return sent, parent_of
+
+
+@pytest.mark.skipif("replay.live" in compiled_modules(), reason="the compiled feeder takes an Engine only")
+def test_a_played_trace_is_one_tree_parents_around_children_whatever_the_order_and_skew():
+    rng = random.Random(7)
+    for tid in range(1, 401):
+        sent, parent_of = _random_trace(rng, tid)
+        calls = _Calls()
+        feeder = LiveFeeder(calls, 1000, clock=lambda: 0.0, grace_s=0.0)
+        feeder.hold(sent)
+        feeder.tick()
+        at = {call: i for i, call in enumerate(calls.calls)}
+        assert len(at) == len(calls.calls) == 2 * len(parent_of)  # each span started and ended once
+        assert feeder.duplicates == len(sent) - len(parent_of)
+        for sid, parent in parent_of.items():
+            assert at["start", sid] < at["end", sid]
+            if parent is not None:  # parent around child, across services and skewed clocks too
+                assert at["start", parent] < at["start", sid] and at["end", sid] < at["end", parent]
+        assert all(s._parent is None or not s._parent[2] for s in sent)  # remote parents made local
