@@ -44,6 +44,11 @@ typedef struct {
 static ValueSlot Values[VALUE_SLOTS];
 static ValueSlot Short[SHORT_SLOTS];
 
+static inline uint64_t mix(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    return h ^ h >> 29;
+}
+
 int wire_format_init(void) {
     EmptyStr = PyUnicode_FromStringAndSize("", 0);
     return EmptyStr == NULL ? -1 : 0;
@@ -58,9 +63,16 @@ static PyObject *string_value(Buf d, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t n = b - a;
     if (n == 0 || n > MAX_SHARED)
         return utf8(d, a, b);
-    uint64_t h = (uint64_t)n;  /* the size and 16 bytes at each end pick the slot; equality is checked */
-    for (Py_ssize_t k = 0, m = n < 16 ? n : 16; k < m; k++)
-        h = (h ^ d[a + k] ^ (uint64_t)d[b - 1 - k] << 8) * 1099511628211ULL;
+    uint64_t w[4] = {0, 0, 0, 0}, h = (uint64_t)n;  /* the size and 16 bytes at each end (all of a
+                                                      * shorter value) pick the slot; equality is checked */
+    if (n >= 16) {
+        memcpy(w, d + a, 16);
+        memcpy(w + 2, d + b - 16, 16);
+    } else {
+        memcpy(w, d + a, (size_t)n);
+    }
+    for (int k = 0; k < 4; k++)
+        h = mix(h, w[k]);
     ValueSlot *slot = n < MIN_LONG ? &Short[h % SHORT_SLOTS] : &Values[h % VALUE_SLOTS];
     PyObject *v = slot->value;
     if (v != NULL && slot->hash == h && PyUnicode_GET_LENGTH(v) == n && memcmp(PyUnicode_1BYTE_DATA(v), d + a, n) == 0)
@@ -152,13 +164,11 @@ static PyObject *key_of(Buf d, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t k = a;
     for (; k + 8 <= b; k += 8) {
         memcpy(&w, d + k, 8);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-        h ^= h >> 29;
+        h = mix(h, w);
     }
     w = 0;
     memcpy(&w, d + k, (size_t)(b - k));
-    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-    h ^= h >> 29;
+    h = mix(h, w);
     size_t slot = (size_t)h & (KEY_SLOTS - 1);
     for (;;) {
         KeySlot *s = &Keys[slot];
