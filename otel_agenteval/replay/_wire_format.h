@@ -24,6 +24,10 @@ INTERNAL int skip(Buf d, Py_ssize_t *i, uint64_t tag, Py_ssize_t end, const char
 INTERNAL int key_value(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *out, int depth);
 
 static inline int varint(Buf d, Py_ssize_t *i, Py_ssize_t end, uint64_t *out) {
+    if (*i < end && d[*i] < 0x80) {  /* one byte: most tags and lengths */
+        *out = d[(*i)++];
+        return 0;
+    }
     uint64_t n = 0;
     int shift = 0;
     for (;;) {
