@@ -237,9 +237,16 @@ def test_step_count_percentiles_and_counts_match_the_demos_own(stack: Stack) -> 
 
     # Every violation series was born after Prometheus started, most of them at 1: the in-range
     # counts must still be exact (plain increase() would miss the first violation of each).
-    # Violations and tool calls are counted as each tool span ends, so the scrape may also hold
-    # part of the run that was in flight: between the demo's counts for N runs and for N + 1.
-    after = _demo_summary(int(runs) + 1)
+    # Violations and tool calls are counted as each tool span ends, and a scrape is written family
+    # by family while the demo runs on (the finished-run counts first, under one lock): the scrape
+    # may also hold the runs that ended while it was written, and part of one in flight. Each of
+    # those has ended by the next scrape: between the demo's counts for N runs, and for the next
+    # scrape's count + 1.
+    while time.time() < at + 2.5:
+        time.sleep(0.1)
+    later = stack.scalar('sum(agenteval_trajectories_total{service_name="support-demo"})', at + 1.5)
+    assert later >= runs
+    after = _demo_summary(int(later) + 1)
     everything = {"__range": "1h"}
     critical = stack.scalar(_substitute(_panel_expr("Critical violations"), **everything), at)
     assert summary["critical_violations"] <= critical <= after["critical_violations"]
