@@ -13,15 +13,12 @@ from typing import IO, Any
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.trace import SpanKind
 
 from . import wire
 from .counts import ReadCounts, gc_paused
 from .native import native_spans
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
-from .values import _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
-
-_KINDS = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
+from .values import _KIND, _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 
 # Compiled, the wire reader takes a third of the time of protobuf's parser + request_spans, and
 # its C twin (native) 40% of that; as plain Python it takes twice protobuf's (upb is C). So it
@@ -89,7 +86,7 @@ def _span(s: Any, resource: RecordedResource) -> RecordedSpan:
         parent = RecordedContext(ctx.trace_id, _id(s.parent_span_id, 8, "parent_span_id", False),
                                  s.flags & REMOTE_PARENT == REMOTE_PARENT)
     status = _status(s.status) if s.HasField("status") else STATUS_UNSET
-    kind = _KINDS.get(s.kind)
+    kind = _KIND.get(s.kind)
     if kind is None:
         raise Bad(f"unknown kind {s.kind}")
     return RecordedSpan(s.name, ctx, parent, kind, s.start_time_unix_nano, s.end_time_unix_nano, status,
@@ -118,7 +115,7 @@ def _spans(spans: Any, resource: RecordedResource, out: list[RecordedSpan], wher
             parent = shared_parent(parents, pid, trace_id, s.flags, _from_bytes) if pid else None
             status = _status(s.status) if s.HasField("status") else STATUS_UNSET
             evs = s.events
-            append(RecordedSpan(s.name, RecordedContext(trace_id, span_id), parent, _KINDS[s.kind],
+            append(RecordedSpan(s.name, RecordedContext(trace_id, span_id), parent, _KIND[s.kind],
                                 s.start_time_unix_nano, s.end_time_unix_nano, status, _attributes(s.attributes),
                                 _events(evs) if evs else (), resource))
         except (Bad, KeyError):

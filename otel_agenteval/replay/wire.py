@@ -16,11 +16,11 @@ from typing import Any, Final
 from opentelemetry.trace import SpanKind
 
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
-from .values import _STATUS, REMOTE_PARENT, end_time
+from .values import _KIND, _STATUS, REMOTE_PARENT, end_time
 from .wire_format import ONE_FIELD, Unusual, be64, fixed64, key_value, length, read_tag, skip, varint
 
 # Final: the compiled build holds these in C statics, not looked up in the module's dict per span
-_KINDS: Final[dict[int, SpanKind]] = {0: SpanKind.INTERNAL, **{k.value + 1: k for k in SpanKind}}
+_KINDS: Final[dict[Any, SpanKind]] = _KIND  # by OTLP number (and the JSON readers' names)
 _REMOTE: Final = REMOTE_PARENT
 _UNSET: Final = STATUS_UNSET
 _Context: Final = RecordedContext
