@@ -43,10 +43,11 @@ def _exporter(protocol: str, r: Receiver, **kw):
     return GrpcExporter(endpoint=f"127.0.0.1:{r.ports.grpc}", insecure=True, **kw)
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_serve_finds_what_the_processor_finds(make_processor, receiver, protocol):
+@pytest.mark.parametrize(("protocol", "loop"), [("http", "uvloop"), ("http", "asyncio"), ("grpc", "auto")])
+def test_serve_finds_what_the_processor_finds(make_processor, receiver, protocol, loop):
     policy = Policy.from_yaml(ALL_RULES_POLICY, "<test>")
-    r = receiver(policy)
+    r = receiver(policy, loop=loop)
+    assert r.loop == ("uvloop" if loop == "auto" else loop)  # uvloop comes with the serve extra
     h = make_processor(policy)
     h.provider.add_span_processor(BatchSpanProcessor(_exporter(protocol, r), max_export_batch_size=7))
     traces = record_all_rules(h)

@@ -84,8 +84,9 @@ def _serves_next_good_request(r, expect_traces):
     wait_until(settled(r.ports.metrics, expect_traces), what="the good request played")
 
 
-def test_bad_bodies_each_get_a_clear_status_and_a_counter(receiver):
-    r = receiver(max_body_bytes=64 * 1024)
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_bad_bodies_each_get_a_clear_status_and_a_counter(receiver, loop):
+    r = receiver(max_body_bytes=64 * 1024, loop=loop)
     good = _body(_spans())
     cases = [
         ("bad_request", 400, PB, b"\xff\xff\xff\xff not protobuf", "not an OTLP ExportTraceServiceRequest"),
@@ -221,10 +222,11 @@ def test_a_batch_sent_twice_is_played_once(receiver):
     wait_until(lambda: value(scrape(r.ports.metrics), "agenteval_late_spans_total") == 9, what="late spans counted")
 
 
-def test_a_body_that_does_not_arrive_in_time_gets_408(receiver):
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_body_that_does_not_arrive_in_time_gets_408(receiver, loop):
     import socket
 
-    r = receiver(body_timeout_s=0.5)
+    r = receiver(body_timeout_s=0.5, loop=loop)
     with socket.create_connection(("127.0.0.1", r.ports.http), timeout=10) as s:
         s.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
                   b"Content-Length: 1000\r\n\r\n" + b"\x0a" * 10)  # then nothing

@@ -49,6 +49,25 @@ def test_sigterm_goes_unready_drains_and_finalises_open_runs_as_incomplete():
     assert stopped["trajectories"] == {"unknown": 3, "incomplete": 1}
 
 
+def test_loop_is_uvloop_when_installed_and_asyncio_on_request(monkeypatch):
+    with serve_process("--no-log-violations") as (_, info):
+        assert info["loop"] == "uvloop"
+    with serve_process("--loop", "asyncio", "--no-log-violations") as (_, info):
+        assert info["loop"] == "asyncio"
+        assert post(f"http://127.0.0.1:{info['http_port']}/v1/traces", _body(_spans(1)), PB)[0] == 200
+    out = subprocess.run([sys.executable, "-m", "otel_agenteval", "serve", "--loop", "libuv"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--loop" in out.stderr
+    with pytest.raises(ConfigError, match="invalid --loop"):
+        ServeConfig(loop="libuv").validate()
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as where it is not installed: auto falls back
+    from otel_agenteval.receiver import eventloop
+
+    assert eventloop.chosen("auto") == "asyncio"
+    with pytest.raises(ConfigError, match="uvloop is not installed"):
+        Receiver(ServeConfig(grpc_port=-1, http_port=0, metrics_port=0, loop="uvloop"), registry=CollectorRegistry())
+
+
 def test_refuses_a_public_address_without_token_or_insecure():
     with pytest.raises(ConfigError, match="--token-file"):
         ServeConfig(addr="0.0.0.0").validate()

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+LOOPS = ("auto", "uvloop", "asyncio")  # --loop: auto is uvloop when installed
+
 
 class ConfigError(ValueError):
     """A setting that cannot work; the message names the flag."""
@@ -33,6 +35,7 @@ class ServeConfig:
     insecure: bool = False  # allow a non-loopback address without a token
     grpc_workers: int = 4
     log_violations: bool = True
+    loop: str = "auto"  # the HTTP listeners' event loop: auto (uvloop when installed), uvloop, asyncio
 
     def validate(self) -> ServeConfig:
         def bad(flag: str, why: str) -> ConfigError:
@@ -66,6 +69,8 @@ class ServeConfig:
             raise bad("--retry-after", f"{self.retry_after_s} (seconds, >= 0)")
         if self.grpc_workers < 1:
             raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
+        if self.loop not in LOOPS:
+            raise bad("--loop", f"{self.loop!r} (one of {', '.join(LOOPS)})")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise bad("--tls-cert/--tls-key", "give both or neither")
         for flag, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):

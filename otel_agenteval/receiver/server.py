@@ -18,6 +18,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 
 from ..policy import Policy
+from . import eventloop
 from .config import ServeConfig
 from .otlp_grpc import start_grpc
 from .otlp_http import OpsApp, OtlpHttpApp
@@ -58,6 +59,7 @@ class Receiver:
     def __init__(self, config: ServeConfig, policy: Policy | None = None, *,
                  registry: CollectorRegistry | None = None, **pipeline_kwargs: Any) -> None:
         self.config = config.validate()
+        self.loop = eventloop.chosen(config.loop)  # the HTTP listeners': "uvloop" or "asyncio"
         self.policy = policy if policy is not None else Policy()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.pipeline = Pipeline(self.policy, self.registry, queue_spans=config.queue_spans, grace_s=config.grace_s,
@@ -134,8 +136,9 @@ class Receiver:
             started.set()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-        self._loop_thread = threading.Thread(target=lambda: asyncio.run(serve_all()), name="agenteval-http",
-                                             daemon=True)
+        new_loop = eventloop.factory(self.loop)
+        self._loop_thread = threading.Thread(target=lambda: eventloop.run(serve_all(), new_loop),
+                                             name="agenteval-http", daemon=True)
         self._loop_thread.start()
         started.wait(10)
         self._listening = all(server.started for server, _ in sockets)
