@@ -79,6 +79,29 @@ def test_past_its_bound_the_oldest_trace_plays_at_once():
     assert feeder.completed["shutdown"] == 1 and [t.outcome for t in done] == ["incomplete", "unknown"]
 
 
+def test_many_traces_play_in_order_and_the_queues_stay_bounded_by_what_is_held():
+    """Thousands of traces through the grace and idle queues, played in the order they came due,
+    while a rootless trace comes back every second: played entries are dropped as they go."""
+    feeder, now, done = _feeder(max_spans=10_000)
+    traces = _recorded(3000)
+    (straggler,) = _recorded(1)
+    tools = [s for s in straggler if s._parent is not None]
+    for i, trace in enumerate(traces):
+        now[0] = i / 100  # 100 traces a second: ~500 held in their grace period
+        feeder.hold(trace)
+        if i % 100 == 0 and i // 100 < len(tools) * 10:
+            feeder.hold(tools[: 1 + (i // 100) % 2])  # seen again and again: never idle
+        feeder.tick()
+        assert feeder.held_traces <= 502
+        assert len(feeder._idle) <= 2 * feeder.held_traces + 1024 + 1
+    assert feeder.completed["root_end"] == len(traces) - 500 and feeder.completed["idle_timeout"] == 0
+    now[0] = 100.0
+    assert feeder.tick() == 501  # the last 500 by their root, the straggler by its idle timeout
+    assert feeder.completed == {"root_end": 3000, "idle_timeout": 1, "capacity": 0, "shutdown": 0}
+    assert [t.trace_id for t in done[:3000]] == [tr[0]._context[0] for tr in traces]
+    assert done[-1].outcome == "incomplete" and feeder.held_traces == 0 and feeder.held_spans == 0
+
+
 def test_a_played_trace_leaves_nothing_to_the_cyclic_gc():
     """The nodes a play links parent to child are freed when it ends, not at the next collection
     (which would keep every span of the trace alive until then)."""

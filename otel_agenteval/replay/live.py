@@ -15,7 +15,7 @@ spans of a played trace are ``late``, and a span sent twice (a retry) is played 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any, final
 
@@ -30,18 +30,20 @@ _LEFT_OPEN = {"root_end": "ttl", "idle_timeout": "ttl", "capacity": "capacity", 
 class _Held:
     """One trace's spans waiting to be played (clock-driven mode)."""
 
-    __slots__ = ("queued", "rooted", "seen", "spans")
+    __slots__ = ("due", "played", "queued", "rooted", "seen", "spans", "tid")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, tid: int, now: float) -> None:
+        self.tid = tid
         self.spans: list[RecordedSpan] = []
         self.seen = now  # last span held
         self.queued = now  # its place in the idle queue, as of then
         self.rooted = False
-
+        self.due = 0.0  # rooted: when to play it
+        self.played = False  # its entries left in the queues are skipped when they come up
 
 
 class LiveFeeder:
-    __slots__ = ("_clock", "_engine", "_grace", "_idle", "_max", "_played", "_rooted", "_size", "_traces",
+    __slots__ = ("_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_max", "_played", "_size", "_traces",
                  "completed", "duplicates", "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000, *, clock: Callable[[], float] = time.monotonic,
@@ -53,9 +55,14 @@ class LiveFeeder:
         self.stats = {"held_max": 0, "late": 0}
         self._clock = clock
         self._grace = grace_s
-        self._idle = idle_s
-        self._traces: dict[int, _Held] = {}  # in idle-queue order
-        self._rooted: dict[int, float] = {}  # trace id -> when to play it, in that order (one grace for all)
+        self._idle_s = idle_s
+        self._traces: dict[int, _Held] = {}  # trace id -> its spans, while held
+        # two queues, oldest first: every held trace by when it was last queued (idle timeout,
+        # capacity), and rooted traces by when they are due (one grace for all, so in order). A
+        # played trace's entries stay until they come up or the queue is compacted; a dict used
+        # as a queue would scan the keys its pops left behind on every look at its head
+        self._idle: deque[_Held] = deque()
+        self._due: deque[_Held] = deque()
         self.completed = {"root_end": 0, "idle_timeout": 0, "capacity": 0, "shutdown": 0}
         self.duplicates = 0
 
@@ -70,7 +77,7 @@ class LiveFeeder:
     def hold(self, spans: Iterable[RecordedSpan]) -> None:
         """Hold spans (any order, any batch) until their trace is due; see :meth:`tick`."""
         now = self._clock()
-        traces, played, rooted = self._traces, self._played, self._rooted
+        traces, played = self._traces, self._played
         size = self._size
         for span in spans:
             tid = span._context[0]
@@ -79,18 +86,20 @@ class LiveFeeder:
                 if tid in played:
                     self.stats["late"] += 1  # its trace was played: counted, not replayed
                     continue
-                h = _Held(now)
+                h = _Held(tid, now)
                 traces[tid] = h
+                self._idle.append(h)
             else:
                 h.seen = now
             h.spans.append(span)
             size += 1
             if span._parent is None and not h.rooted:
                 h.rooted = True
-                rooted[tid] = now + self._grace
+                h.due = now + self._grace
+                self._due.append(h)
         self._size = size
         while self._size > self._max and traces:
-            self._finish(next(iter(traces)), "capacity")
+            self._finish(self._oldest(), "capacity")
         if self._size > self.stats["held_max"]:
             self.stats["held_max"] = self._size
 
@@ -98,44 +107,58 @@ class LiveFeeder:
         """Play every trace that is due now; returns how many were played."""
         now = self._clock()
         played = 0
-        rooted = self._rooted
-        while rooted:
-            tid = next(iter(rooted))
-            if rooted[tid] > now:
+        due = self._due
+        while due:
+            h = due[0]
+            if not h.played and h.due > now:
                 break
-            self._finish(tid, "root_end")
-            played += 1
-        traces = self._traces
-        limit = now - self._idle
-        while traces:
-            tid = next(iter(traces))
-            h = traces[tid]
+            due.popleft()
+            if not h.played:
+                self._finish(h, "root_end")
+                played += 1
+        idle = self._idle
+        limit = now - self._idle_s
+        while idle:
+            h = idle[0]
+            if h.played:
+                idle.popleft()
+                continue
             if h.seen > limit:
                 if h.seen == h.queued:
                     break  # fresh and not seen since queued: so is everything queued after it
                 h.queued = h.seen  # seen since queued: to the back, as of then (second chance)
-                del traces[tid]
-                traces[tid] = h
+                idle.rotate(-1)
                 continue
-            self._finish(tid, "idle_timeout")
+            idle.popleft()
+            self._finish(h, "idle_timeout")
             played += 1
+        if len(idle) > 2 * len(self._traces) + 1024:  # mostly played entries: drop them (amortised O(1))
+            self._idle = deque(h for h in idle if not h.played)
         return played
 
     def close_held(self) -> None:
         """Play everything held (shutdown), then finalise whatever is open as ``incomplete``."""
-        for tid in list(self._rooted):
-            self._finish(tid, "shutdown")  # rooted: played as they are
-        for tid in list(self._traces):
-            self._finish(tid, "shutdown")
+        for queue in (self._due, self._idle):  # rooted first: played as they are
+            for h in list(queue):
+                if not h.played:
+                    self._finish(h, "shutdown")
+            queue.clear()
         self._engine.finalise_all("shutdown")
 
-    def _finish(self, tid: int, reason: str) -> None:
-        h = self._traces.pop(tid)
-        self._rooted.pop(tid, None)
-        self._size -= len(h.spans)
+    def _oldest(self) -> _Held:
+        idle = self._idle
+        while idle[0].played:
+            idle.popleft()
+        return idle[0]
+
+    def _finish(self, h: _Held, reason: str) -> None:
+        del self._traces[h.tid]
+        h.played = True
+        spans, h.spans = h.spans, []  # an entry left in a queue holds no spans
+        self._size -= len(spans)
         self.completed[reason] += 1
-        remember(self._played, tid)
-        self._play_trace(h.spans)
+        remember(self._played, h.tid)
+        self._play_trace(spans)
         if self._engine.open_trajectories:  # no root came for them: incomplete
             self._engine.finalise_all(_LEFT_OPEN[reason])
 
