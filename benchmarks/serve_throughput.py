@@ -22,6 +22,7 @@ A/B for a change, on a machine too noisy to compare separate runs.
 from __future__ import annotations
 
 import argparse
+import gzip
 import http.client
 import json
 import os
@@ -116,7 +117,10 @@ def peak_rss(pid: int) -> int:
     return 0
 
 
-def send_http(port: int, bodies: list[bytes], threads: int) -> int:
+def send_http(port: int, bodies: list[bytes], threads: int, compression: str = "none") -> int:
+    headers = {"Content-Type": "application/x-protobuf"}
+    if compression == "gzip":  # the bodies are compressed already (untimed)
+        headers["Content-Encoding"] = "gzip"
     it = iter(bodies)
     lock = threading.Lock()
     throttled = [0]
@@ -129,7 +133,7 @@ def send_http(port: int, bodies: list[bytes], threads: int) -> int:
             if body is None:
                 break
             while True:
-                conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+                conn.request("POST", "/v1/traces", body, headers)
                 resp = conn.getresponse()
                 resp.read()
                 if resp.status == 200:
@@ -149,10 +153,11 @@ def send_http(port: int, bodies: list[bytes], threads: int) -> int:
     return throttled[0]
 
 
-def send_grpc(port: int, bodies: list[bytes], threads: int) -> int:
+def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "none") -> int:
     import grpc
 
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", compression=grpc.Compression.Gzip
+                                    if compression == "gzip" else grpc.Compression.NoCompression)
     export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
                                  request_serializer=None, response_deserializer=None)
     it = iter(bodies)
@@ -223,13 +228,13 @@ def start_server(grace: float, pythonpath: str | None) -> tuple[subprocess.Popen
 
 
 def one_round(server: subprocess.Popen[str], info: dict[str, Any], protocol: str, bodies: list[bytes],
-              threads: int, spans: int, counted: int) -> dict[str, Any]:
+              threads: int, spans: int, counted: int, compression: str = "none") -> dict[str, Any]:
     """Send ``bodies`` (``spans`` spans); done when the server has counted ``counted`` spans in all
     (or as late)."""
     cpu0 = proc_cpu(server.pid)
     t0 = time.perf_counter()
     send = send_http if protocol == "http" else send_grpc
-    throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, threads)
+    throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, threads, compression)
     while sum(spans_counted(info["metrics_port"])) < counted:
         time.sleep(0.1)  # a scrape costs the server ~3 ms of CPU: not too often
     wall = time.perf_counter() - t0
@@ -253,6 +258,9 @@ def main() -> None:
     ap.add_argument("--against", metavar="DIR",
                     help="another checkout with its build (make build there): its serve runs beside this one, "
                          "the two alternating round by round; reported: this / that spans per server CPU second")
+    ap.add_argument("--compression", default="none", choices=["none", "gzip"],
+                    help="how the client compresses requests: gzip is the OTel Collector's otlp exporter default "
+                         "(and so the loadbalancing exporter's)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -276,8 +284,11 @@ def main() -> None:
                 order = servers if r % 2 == 0 else servers[::-1]  # who goes first alternates
                 for k, (server, info) in enumerate(order):
                     bodies = rekeyed(template, copies, 2 * r + k)
+                    if args.compression == "gzip" and protocol == "http":  # gRPC compresses in the channel
+                        bodies = [gzip.compress(b, compresslevel=6) for b in bodies]  # Go's default level
                     results["request_bytes_mean"] = sum(map(len, bodies)) / len(bodies)
-                    row = one_round(server, info, protocol, bodies, args.threads, per_round, per_round * (r + 1))
+                    row = one_round(server, info, protocol, bodies, args.threads, per_round, per_round * (r + 1),
+                                    args.compression)
                     (rows if server is servers[0][0] else other).append(row)
                     del bodies
             results[protocol] = {"rounds": rows, "peak_rss_mb": peak_rss(servers[0][0].pid) / 2**20}
@@ -295,7 +306,7 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(f"workload {args.workload}: {per_round} spans a round, {args.batch} spans a request "
-          f"(~{results['request_bytes_mean'] / 1024:.0f} KiB), {args.rounds} rounds")
+          f"(~{results['request_bytes_mean'] / 1024:.0f} KiB, compression {args.compression}), {args.rounds} rounds")
     print(f"baseline decode + engine, in process: {med_base:,.0f} spans/s of CPU "
           f"(runs {', '.join(f'{b:,.0f}' for b in base)})")
     for protocol in args.protocol.split(","):

@@ -3,8 +3,10 @@ SDK's own ``OTLPSpanExporter`` (HTTP and gRPC) to a receiver on loopback; equal 
 
 from __future__ import annotations
 
+import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry, generate_latest
@@ -37,19 +39,25 @@ def receiver():
         r.stop()
 
 
-def _exporter(protocol: str, r: Receiver, **kw):
+def _exporter(protocol: str, r: Receiver, compression: str = "none", **kw):
     if protocol == "http":
-        return HttpExporter(endpoint=f"http://127.0.0.1:{r.ports.http}/v1/traces", **kw)
-    return GrpcExporter(endpoint=f"127.0.0.1:{r.ports.grpc}", insecure=True, **kw)
+        return HttpExporter(endpoint=f"http://127.0.0.1:{r.ports.http}/v1/traces", compression=Compression(compression),
+                            **kw)
+    return GrpcExporter(endpoint=f"127.0.0.1:{r.ports.grpc}", insecure=True, compression={
+        "none": grpc.Compression.NoCompression, "gzip": grpc.Compression.Gzip,
+        "deflate": grpc.Compression.Deflate}[compression], **kw)
 
 
-@pytest.mark.parametrize(("protocol", "loop"), [("http", "uvloop"), ("http", "asyncio"), ("grpc", "auto")])
-def test_serve_finds_what_the_processor_finds(make_processor, receiver, protocol, loop):
+@pytest.mark.parametrize(("protocol", "loop", "compression"), [
+    ("http", "uvloop", "none"), ("http", "asyncio", "none"), ("http", "auto", "gzip"),
+    ("grpc", "auto", "none"), ("grpc", "auto", "gzip"),  # gzip: the Collector's otlp exporter default
+    ("grpc", "auto", "deflate")])
+def test_serve_finds_what_the_processor_finds(make_processor, receiver, protocol, loop, compression):
     policy = Policy.from_yaml(ALL_RULES_POLICY, "<test>")
     r = receiver(policy, loop=loop)
     assert r.loop == ("uvloop" if loop == "auto" else loop)  # uvloop comes with the serve extra
     h = make_processor(policy)
-    h.provider.add_span_processor(BatchSpanProcessor(_exporter(protocol, r), max_export_batch_size=7))
+    h.provider.add_span_processor(BatchSpanProcessor(_exporter(protocol, r, compression), max_export_batch_size=7))
     traces = record_all_rules(h)
     h.provider.force_flush()
     wait_until(settled(r.ports.metrics, traces), what="every trace played")

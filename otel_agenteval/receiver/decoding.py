@@ -11,7 +11,6 @@ rejected on its own, named, and reported back as OTLP partial success.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
@@ -23,16 +22,11 @@ from ..replay.readers import gc_paused
 from ..replay.spanview import RecordedSpan
 from ..replay.typed_json import typed_request
 from ..replay.values import Bad, why
+from .compression import BadRequest
+
+__all__ = ["BadRequest", "Decoded", "from_json", "from_message", "from_protobuf"]
 
 MAX_MESSAGES = 5  # rejection messages kept per request (all are counted)
-
-
-class BadRequest(ValueError):
-    """A body that is not an OTLP trace request; the message says why."""
-
-
-class TooLarge(ValueError):
-    """A body (or its gunzipped form) past the size limit."""
 
 
 @dataclass
@@ -50,20 +44,6 @@ class Decoded:
     def error_message(self) -> str:
         more = self.rejected - len(self.messages)
         return "; ".join(self.messages) + (f"; and {more} more" if more > 0 else "")
-
-
-def gunzip(body: bytes, limit: int) -> bytes:
-    """A gzip body, bounded: past ``limit`` bytes :class:`TooLarge`; truncated or corrupt :class:`BadRequest`."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise BadRequest(f"Content-Encoding gzip: body is not valid gzip ({exc})") from None
-    if len(out) > limit:
-        raise TooLarge(f"gunzipped body is larger than {limit} bytes")
-    if not d.eof:
-        raise BadRequest("Content-Encoding gzip: body is truncated (gzip stream does not end)")
-    return out
 
 
 def from_protobuf(body: bytes, where: str = "request") -> Decoded:

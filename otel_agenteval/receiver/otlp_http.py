@@ -20,8 +20,9 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CollectorRegistry, make_asgi_app
 
+from .compression import TooLarge, gunzip
 from .config import ServeConfig
-from .decoding import BadRequest, Decoded, TooLarge, from_json, from_protobuf, gunzip
+from .decoding import BadRequest, Decoded, from_json, from_protobuf
 from .pipeline import CLOSED, FULL, Pipeline
 
 Scope = dict[str, Any]

@@ -1,0 +1,80 @@
+"""Compressed requests: gzip over HTTP, gzip and deflate over gRPC (the Collector's otlp exporter
+sends gzip by default), inflated by serve with a bound, whichever inflater is installed."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import grpc
+import pytest
+from prometheus_client import CollectorRegistry
+from serve_support import scrape, settled, value, wait_until
+from test_serve_input import _body, _spans
+
+from otel_agenteval.receiver import Receiver, ServeConfig, compression
+from otel_agenteval.receiver.compression import BadRequest, TooLarge, grpc_message, gunzip
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+GOOD = _body(_spans(2))
+
+
+@pytest.fixture(params=["zlib-ng", "zlib"])
+def inflater(request, monkeypatch):
+    """Both inflaters: zlib-ng (the serve extra) and the standard library's (without it)."""
+    if request.param == "zlib":
+        monkeypatch.setattr(compression, "INFLATER", zlib)
+    else:
+        assert compression.INFLATER is not zlib  # zlib-ng is installed with the test extra
+    return request.param
+
+
+def test_grpc_messages_are_inflated_when_compressed_and_taken_as_sent_otherwise(inflater):
+    assert grpc_message(gzip.compress(GOOD), 1 << 20) == GOOD
+    assert grpc_message(zlib.compress(GOOD), 1 << 20) == GOOD  # gRPC's deflate is the zlib format
+    assert grpc_message(GOOD, 1 << 20) is GOOD
+    looks_like_zlib = b"\x78\x01" + GOOD  # field 15 (unknown, varint 1) first: a valid message
+    assert grpc_message(looks_like_zlib, 1 << 20) is looks_like_zlib
+    with pytest.raises(TooLarge, match="gunzipped body is larger than 1024 bytes"):
+        grpc_message(gzip.compress(b"\x0a\x00" * 10_000), 1024)
+    with pytest.raises(TooLarge, match="inflated body is larger than 1024 bytes"):
+        grpc_message(zlib.compress(b"\x0a\x00" * 10_000), 1024)
+    with pytest.raises(BadRequest, match="truncated"):
+        gunzip(gzip.compress(GOOD)[:-12], 1 << 20)
+    with pytest.raises(BadRequest, match="not valid gzip"):
+        grpc_message(b"\x1f\x8b but no gzip stream", 1 << 20)
+
+
+@pytest.fixture
+def receiver():
+    cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0, grace_s=0.1, idle_s=1.0, log_violations=False,
+                      max_body_bytes=64 * 1024)
+    r = Receiver(cfg, registry=CollectorRegistry()).start()
+    yield r
+    r.stop()
+
+
+def _export(r: Receiver, body: bytes, how: grpc.Compression) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{r.ports.grpc}", compression=how) as channel:
+        channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)(body, timeout=10)
+
+
+def test_bad_compressed_grpc_requests_get_invalid_argument_and_a_counter(receiver):
+    r = receiver
+    bomb = b"\x0a\x00" * 100_000  # 200 KB of empty resource spans, past the 64 KiB bound once inflated
+    cases = [
+        (gzip.compress(GOOD)[:-12], grpc.Compression.NoCompression, "bad_request", "truncated"),
+        (b"\x1f\x8b not gzip", grpc.Compression.NoCompression, "bad_request", "not valid gzip"),
+        (bomb, grpc.Compression.Gzip, "too_large", "gunzipped body is larger than 65536 bytes"),
+        (bomb, grpc.Compression.Deflate, "too_large", "inflated body is larger than 65536 bytes"),
+    ]
+    for body, how, result, says in cases:
+        before = value(scrape(r.ports.metrics), "agenteval_receiver_requests_total", protocol="grpc", result=result)
+        with pytest.raises(grpc.RpcError) as err:
+            _export(r, body, how)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in err.value.details(), says
+        after = value(scrape(r.ports.metrics), "agenteval_receiver_requests_total", protocol="grpc", result=result)
+        assert after == before + 1, result
+    for how in (grpc.Compression.Gzip, grpc.Compression.Deflate, grpc.Compression.NoCompression):
+        _export(r, _body(_spans(1)), how)  # the next good ones are served, however they come
+    wait_until(settled(r.ports.metrics, 3), what="the good requests played")
