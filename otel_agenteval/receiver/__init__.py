@@ -9,9 +9,11 @@
         r.ports.grpc  # OTLP/gRPC, TraceService/Export
         r.ports.metrics  # /metrics, /healthz, /readyz
 
-Modules: :mod:`.config` (settings), :mod:`.decoding` (request bodies through replay's decoder),
-:mod:`.pipeline` (bounded ingest queue, the consumer thread, the engine), :mod:`.otlp_http` and
-:mod:`.otlp_grpc` (the listeners), :mod:`.server` (start/stop in order), :mod:`.command` (the CLI).
+Modules: :mod:`.config` (settings), :mod:`.compression` (gzip/deflate bodies, inflated with a
+bound), :mod:`.decoding` (request bodies through replay's decoder), :mod:`.pipeline` (bounded
+ingest queue, the consumer thread, the engine), :mod:`.otlp_http` and :mod:`.otlp_grpc` (the
+listeners), :mod:`.eventloop` (uvloop or asyncio under the HTTP listeners), :mod:`.server`
+(start/stop in order), :mod:`.command` (the CLI).
 Trace completion (grace period after the root, idle timeout) is
 :class:`otel_agenteval.replay.live.LiveFeeder`.
 """

@@ -1,8 +1,8 @@
 """OTLP/gRPC ``TraceService/Export`` (opentelemetry-proto's service, on grpcio).
 
 The request arrives as bytes, as the client sent it: grpcio's own per-message decompression is
-off, and a gzip or deflate message is inflated here (zlib-ng, bounded by ``--max-body-bytes``;
-grpcio inflated gzip at a third of the speed, in a thread of its own). An unreadable request is
+off, and a gzip or deflate message is inflated here (zlib-ng, ~3x zlib's speed; bounded by
+``--max-body-bytes``: :func:`~.compression.grpc_message`). An unreadable request is
 answered ``INVALID_ARGUMENT`` and counted, not refused inside grpcio, and is decoded by replay's
 decoder. A full ingest queue answers
 ``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` (in ``grpc-status-details-bin``, where the
