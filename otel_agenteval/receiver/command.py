@@ -36,8 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grpc-workers", type=int, default=_D.grpc_workers,
                    help="gRPC handler threads (default %(default)s)")
     g.add_argument("--loop", choices=LOOPS, default=_D.loop,
-                   help="event loop of the HTTP listeners: uvloop (comes with the serve extra; reads large bodies "
-                        "at about half the CPU) or the standard library's asyncio; auto picks uvloop when it is "
+                   help="event loop of the HTTP listeners: uvloop (comes with the serve extra; its transport is "
+                        "in C, less CPU a request) or the standard library's asyncio; auto picks uvloop when it is "
                         "installed (default %(default)s)")
     c = p.add_argument_group("trace completion")
     c.add_argument("--grace", type=float, default=_D.grace_s, metavar="SECONDS",

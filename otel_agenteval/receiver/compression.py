@@ -46,12 +46,17 @@ def grpc_message(message: bytes, limit: int) -> bytes:
     whatever the channel says). A zlib-looking body that does not inflate is taken as sent."""
     if message[:2] == GZIP_MAGIC:
         return _inflate(message, limit, 16 + zlib.MAX_WBITS, "gzip")
-    if len(message) > 2 and message[0] & 0x0F == 8 and message[0] >> 4 <= 7 and (message[0] << 8 | message[1]) % 31 == 0:
+    if _zlib_header(message):
         try:
             return _inflate(message, limit, zlib.MAX_WBITS, "deflate")
         except BadRequest:
             return message  # a protobuf message that only looked like zlib (field 15 first)
     return message
+
+
+def _zlib_header(body: bytes) -> bool:
+    """RFC 1950's first two bytes: deflate, a window of at most 32 KiB, and the check bits."""
+    return len(body) > 2 and body[0] & 0x0F == 8 and body[0] >> 4 <= 7 and (body[0] << 8 | body[1]) % 31 == 0
 
 
 def _inflate(body: bytes, limit: int, wbits: int, name: str) -> bytes:

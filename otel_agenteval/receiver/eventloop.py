@@ -1,9 +1,9 @@
 """The event loop the HTTP listeners run on: uvloop when it is installed, else the standard library's.
 
 uvloop (libuv, in C) runs the transports that the standard library runs in Python: reading a
-2 MB OTLP body in 256 KB chunks, pausing and resuming the socket around each, costs about half
-as much of the server's CPU. Both loops serve the same ASGI apps; ``--loop asyncio`` picks the
-standard one.
+2 MB OTLP body in 256 KB chunks, pausing and resuming the socket around each, was ~5.5% of
+``serve``'s CPU samples on asyncio and is 2.2% on uvloop. Both loops serve the same ASGI apps;
+``--loop asyncio`` picks the standard one.
 """
 
 from __future__ import annotations
