@@ -49,7 +49,7 @@ def _exporter(protocol: str, r: Receiver, compression: str = "none", **kw):
 
 
 @pytest.mark.parametrize(("protocol", "loop", "compression"), [
-    ("http", "uvloop", "none"), ("http", "asyncio", "none"), ("http", "auto", "gzip"),
+    ("http", "uvloop", "none"), ("http", "asyncio", "none"), ("http", "auto", "gzip"), ("http", "auto", "deflate"),
     ("grpc", "auto", "none"), ("grpc", "auto", "gzip"),  # gzip: the Collector's otlp exporter default
     ("grpc", "auto", "deflate")])
 def test_serve_finds_what_the_processor_finds(make_processor, receiver, protocol, loop, compression):

@@ -13,7 +13,7 @@ from serve_support import scrape, settled, value, wait_until
 from test_serve_input import _body, _spans
 
 from otel_agenteval.receiver import Receiver, ServeConfig, compression
-from otel_agenteval.receiver.compression import BadRequest, TooLarge, grpc_message, gunzip
+from otel_agenteval.receiver.compression import BadRequest, TooLarge, grpc_message, gunzip, inflate
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 GOOD = _body(_spans(2))
@@ -41,6 +41,8 @@ def test_grpc_messages_are_inflated_when_compressed_and_taken_as_sent_otherwise(
         grpc_message(zlib.compress(b"\x0a\x00" * 10_000), 1024)
     with pytest.raises(BadRequest, match="truncated"):
         gunzip(gzip.compress(GOOD)[:-12], 1 << 20)
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    assert inflate(zlib.compress(GOOD), 1 << 20) == GOOD == inflate(raw.compress(GOOD) + raw.flush(), 1 << 20)
     with pytest.raises(BadRequest, match="not valid gzip"):
         grpc_message(b"\x1f\x8b but no gzip stream", 1 << 20)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 
 import grpc
 import pytest
@@ -99,6 +100,9 @@ def test_bad_bodies_each_get_a_clear_status_and_a_counter(receiver, loop):
          "gunzipped body is larger"),
         ("bad_request", 400, {**PB, "Content-Encoding": "gzip"}, gzip.compress(good)[:-12], "truncated"),
         ("bad_request", 400, {**PB, "Content-Encoding": "gzip"}, b"not gzip at all", "not valid gzip"),
+        ("bad_request", 400, {**PB, "Content-Encoding": "deflate"}, zlib.compress(good)[:-6], "truncated"),
+        ("too_large", 413, {**PB, "Content-Encoding": "deflate"}, zlib.compress(b"\x0a\x00" * 100_000),
+         "inflated body is larger"),
     ]
     for result, code, headers, body, says in cases:
         before = _requests(r, result)

@@ -1,5 +1,5 @@
-"""Compressed OTLP bodies, inflated with a bound: gzip over HTTP (``Content-Encoding``), gzip or
-deflate over gRPC (per message: grpcio hands the message over as it came, see
+"""Compressed OTLP bodies, inflated with a bound: gzip or deflate over HTTP (``Content-Encoding``),
+gzip or deflate over gRPC (per message: grpcio hands the message over as it came, see
 :func:`grpc_message`).
 
 zlib-ng inflates when it is installed (it comes with the serve extra): ~3x zlib's speed on OTLP
@@ -38,6 +38,12 @@ class TooLarge(ValueError):
 def gunzip(body: bytes, limit: int) -> bytes:
     """A gzip body, bounded: past ``limit`` bytes :class:`TooLarge`; truncated or corrupt :class:`BadRequest`."""
     return _inflate(body, limit, 16 + zlib.MAX_WBITS, "gzip")
+
+
+def inflate(body: bytes, limit: int) -> bytes:
+    """A ``Content-Encoding: deflate`` body: the zlib format (RFC 9110; the SDK's OTLP/HTTP
+    exporter sends it), or raw deflate, which some clients send under that name."""
+    return _inflate(body, limit, zlib.MAX_WBITS if _zlib_header(body) else -zlib.MAX_WBITS, "deflate")
 
 
 def grpc_message(message: bytes, limit: int) -> bytes:

@@ -2,8 +2,8 @@
 
 Status codes as the OTLP/HTTP spec gives them: 200 with ``partial_success`` for unreadable spans,
 400 for an unreadable body, 401 without the token, 408 for a body that does not arrive in time,
-413 for a body (or its gunzipped form, or its span count) past the limits, 415 for another content
-type or encoding, 429 when the ingest queue is full and 503 while shutting down, both with
+413 for a body (or its inflated form, or its span count) past the limits, 415 for another content
+type or encoding (gzip and deflate are read), 429 when the ingest queue is full and 503 while shutting down, both with
 ``Retry-After``. Error bodies are a ``google.rpc.Status`` in the request's encoding.
 """
 
@@ -20,7 +20,7 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CollectorRegistry, make_asgi_app
 
-from .compression import TooLarge, gunzip
+from .compression import TooLarge, gunzip, inflate
 from .config import ServeConfig
 from .decoding import BadRequest, Decoded, from_json, from_protobuf
 from .pipeline import CLOSED, FULL, Pipeline
@@ -79,12 +79,14 @@ class OtlpHttpApp:
                 raise _Refused(415, f"unsupported Content-Type {ctype!r}: use {PROTOBUF} or {JSON}",
                                "unsupported_media_type")
             encoding = headers.get(b"content-encoding", b"identity").strip().lower()
-            if encoding not in (b"identity", b"gzip", b""):
-                raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip or none",
-                               "unsupported_media_type")
+            if encoding not in (b"identity", b"gzip", b"deflate", b""):
+                raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip, deflate "
+                               "or none", "unsupported_media_type")
             body = await self._body(headers, receive)
             if encoding == b"gzip":
                 body = gunzip(body, self.config.max_body_bytes)
+            elif encoding == b"deflate":
+                body = inflate(body, self.config.max_body_bytes)
             decoded = from_json(body) if json_body else from_protobuf(body)
             response = self._enqueue(decoded)
         except _Refused as r:
