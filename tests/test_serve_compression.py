@@ -67,8 +67,8 @@ def test_bad_compressed_grpc_requests_get_invalid_argument_and_a_counter(receive
     cases = [
         (gzip.compress(GOOD)[:-12], grpc.Compression.NoCompression, "bad_request", "truncated"),
         (b"\x1f\x8b not gzip", grpc.Compression.NoCompression, "bad_request", "not valid gzip"),
-        (bomb, grpc.Compression.Gzip, "too_large", "gunzipped body is larger than 65536 bytes"),
-        (bomb, grpc.Compression.Deflate, "too_large", "inflated body is larger than 65536 bytes"),
+        (bomb, grpc.Compression.Gzip, "too_large", "gunzipped body is larger than 65536 bytes (--max-body-bytes)"),
+        (bomb, grpc.Compression.Deflate, "too_large", "inflated body is larger than 65536 bytes (--max-body-bytes)"),
     ]
     for body, how, result, says in cases:
         before = value(scrape(r.ports.metrics), "agenteval_receiver_requests_total", protocol="grpc", result=result)

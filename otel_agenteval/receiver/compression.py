@@ -46,12 +46,16 @@ def inflate(body: bytes, limit: int) -> bytes:
     return _inflate(body, limit, zlib.MAX_WBITS if _zlib_header(body) else -zlib.MAX_WBITS, "deflate")
 
 
+# HTTP ``Content-Encoding`` -> its inflater (identity: none); any other encoding is refused
+CONTENT_ENCODINGS = {b"gzip": gunzip, b"deflate": inflate, b"identity": None, b"": None}
+
+
 def grpc_message(message: bytes, limit: int) -> bytes:
     """A gRPC request as its handler gets it with grpcio's own decompression off: gzip or deflate
     (zlib) when the client compressed it, as sent otherwise (small messages go uncompressed
     whatever the channel says). A zlib-looking body that does not inflate is taken as sent."""
-    if message[:2] == GZIP_MAGIC:
-        return _inflate(message, limit, 16 + zlib.MAX_WBITS, "gzip")
+    if message.startswith(GZIP_MAGIC):
+        return gunzip(message, limit)
     if _zlib_header(message):
         try:
             return _inflate(message, limit, zlib.MAX_WBITS, "deflate")
@@ -72,7 +76,8 @@ def _inflate(body: bytes, limit: int, wbits: int, name: str) -> bytes:
     except INFLATER.error as exc:
         raise BadRequest(f"{name}: body is not valid {name} ({exc})") from None
     if len(out) > limit:
-        raise TooLarge(f"{'gunzipped' if name == 'gzip' else 'inflated'} body is larger than {limit} bytes")
+        raise TooLarge(f"{'gunzipped' if name == 'gzip' else 'inflated'} body is larger than {limit} bytes "
+                       "(--max-body-bytes)")
     if not d.eof:
         raise BadRequest(f"{name}: body is truncated ({name} stream does not end)")
     return out

@@ -37,8 +37,8 @@ def chosen(name: str) -> str:
 
 
 def factory(name: str) -> LoopFactory:
-    """A function making a new loop of the kind :func:`chosen` names."""
-    if chosen(name) == "uvloop":
+    """A function making a new loop of the kind :func:`chosen` returned (``uvloop`` or ``asyncio``)."""
+    if name == "uvloop":
         import uvloop
 
         return uvloop.new_event_loop  # type: ignore[no-any-return]

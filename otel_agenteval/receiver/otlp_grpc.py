@@ -75,7 +75,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             decoded = from_protobuf(grpc_message(request, self.config.max_body_bytes))
         except TooLarge as exc:
             self._requests.labels("grpc", "too_large").inc()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{exc} (--max-body-bytes)")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except BadRequest as exc:
             self._requests.labels("grpc", "bad_request").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))

@@ -20,7 +20,7 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CollectorRegistry, make_asgi_app
 
-from .compression import TooLarge, gunzip, inflate
+from .compression import CONTENT_ENCODINGS, TooLarge
 from .config import ServeConfig
 from .decoding import BadRequest, Decoded, from_json, from_protobuf
 from .pipeline import CLOSED, FULL, Pipeline
@@ -79,14 +79,13 @@ class OtlpHttpApp:
                 raise _Refused(415, f"unsupported Content-Type {ctype!r}: use {PROTOBUF} or {JSON}",
                                "unsupported_media_type")
             encoding = headers.get(b"content-encoding", b"identity").strip().lower()
-            if encoding not in (b"identity", b"gzip", b"deflate", b""):
+            if encoding not in CONTENT_ENCODINGS:
                 raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip, deflate "
                                "or none", "unsupported_media_type")
             body = await self._body(headers, receive)
-            if encoding == b"gzip":
-                body = gunzip(body, self.config.max_body_bytes)
-            elif encoding == b"deflate":
-                body = inflate(body, self.config.max_body_bytes)
+            inflater = CONTENT_ENCODINGS[encoding]
+            if inflater is not None:
+                body = inflater(body, self.config.max_body_bytes)
             decoded = from_json(body) if json_body else from_protobuf(body)
             response = self._enqueue(decoded)
         except _Refused as r:
