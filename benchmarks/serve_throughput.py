@@ -189,6 +189,79 @@ def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "
     return throttled[0]
 
 
+EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def send_grpc_gzipped(port: int, bodies: list[bytes], threads: int) -> int:
+    """gRPC requests whose messages were gzipped before the round, as an OTel Collector sends them
+    (it compresses on its own cores). grpcio cannot send a message compressed ahead of time: its
+    channel compresses each message in this process, which then sends slower than ``serve`` reads,
+    and a server that waits between requests spends more CPU on each. So this is a minimal gRPC
+    client on HTTP/2 (h2): one unary call at a time per connection, flow control respected."""
+    import socket
+
+    from h2.config import H2Configuration
+    from h2.connection import H2Connection
+    from h2.events import DataReceived, ResponseReceived, StreamEnded, TrailersReceived
+
+    it = iter(bodies)
+    lock = threading.Lock()
+    throttled = [0]
+
+    def call(sock: socket.socket, conn: H2Connection, body: bytes) -> str:
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", EXPORT_PATH),
+                                (":authority", f"127.0.0.1:{port}"), ("content-type", "application/grpc"),
+                                ("te", "trailers"), ("grpc-encoding", "gzip"), ("grpc-accept-encoding", "gzip")])
+        message = b"\x01" + len(body).to_bytes(4, "big") + body  # compressed flag, length, message
+        sent, status = 0, None
+        while status is None:
+            window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            if sent < len(message) and window > 0:
+                chunk = message[sent:sent + window]
+                sent += len(chunk)
+                conn.send_data(sid, chunk, end_stream=sent == len(message))
+                sock.sendall(conn.data_to_send())
+                continue
+            data = sock.recv(1 << 16)
+            if not data:
+                raise SystemExit("server closed the connection")
+            for event in conn.receive_data(data):
+                if isinstance(event, DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, (ResponseReceived, TrailersReceived)):
+                    status = dict(event.headers).get(b"grpc-status", status)
+                elif isinstance(event, StreamEnded) and status is None:
+                    raise SystemExit("stream ended without a grpc-status")
+            sock.sendall(conn.data_to_send())
+        return status.decode()
+
+    def worker() -> None:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = H2Connection(H2Configuration(client_side=True))
+        conn.initiate_connection()
+        sock.sendall(conn.data_to_send())
+        while True:
+            with lock:
+                body = next(it, None)
+            if body is None:
+                break
+            while (status := call(sock, conn, body)) != "0":
+                if status != "8":  # RESOURCE_EXHAUSTED: retry after a pause
+                    raise SystemExit(f"server answered grpc-status {status}")
+                throttled[0] += 1
+                time.sleep(0.1)
+        sock.close()
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return throttled[0]
+
+
 def baseline(bodies: list[bytes]) -> float:
     """decode + engine in this process, no network: spans/s (CPU time of this thread)."""
     from prometheus_client import CollectorRegistry
@@ -228,13 +301,18 @@ def start_server(grace: float, pythonpath: str | None) -> tuple[subprocess.Popen
 
 
 def one_round(server: subprocess.Popen[str], info: dict[str, Any], protocol: str, bodies: list[bytes],
-              threads: int, spans: int, counted: int, compression: str = "none") -> dict[str, Any]:
+              threads: int, spans: int, counted: int, compression: str = "none",
+              grpc_client: str = "h2") -> dict[str, Any]:
     """Send ``bodies`` (``spans`` spans); done when the server has counted ``counted`` spans in all
     (or as late)."""
     cpu0 = proc_cpu(server.pid)
     t0 = time.perf_counter()
-    send = send_http if protocol == "http" else send_grpc
-    throttled = send(info["http_port" if protocol == "http" else "grpc_port"], bodies, threads, compression)
+    if protocol == "http":
+        throttled = send_http(info["http_port"], bodies, threads, compression)
+    elif compression == "gzip" and grpc_client == "h2":
+        throttled = send_grpc_gzipped(info["grpc_port"], bodies, threads)
+    else:
+        throttled = send_grpc(info["grpc_port"], bodies, threads, compression)
     while sum(spans_counted(info["metrics_port"])) < counted:
         time.sleep(0.1)  # a scrape costs the server ~3 ms of CPU: not too often
     wall = time.perf_counter() - t0
@@ -261,6 +339,10 @@ def main() -> None:
     ap.add_argument("--compression", default="none", choices=["none", "gzip"],
                     help="how the client compresses requests: gzip is the OTel Collector's otlp exporter default "
                          "(and so the loadbalancing exporter's)")
+    ap.add_argument("--grpc-client", default="h2", choices=["h2", "grpcio"],
+                    help="with --compression gzip over gRPC: h2 sends messages gzipped before the round (as a "
+                         "Collector sends them, compressed on its own cores); grpcio compresses each in its "
+                         "channel, in this process, and sends slower than serve reads")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -284,11 +366,11 @@ def main() -> None:
                 order = servers if r % 2 == 0 else servers[::-1]  # who goes first alternates
                 for k, (server, info) in enumerate(order):
                     bodies = rekeyed(template, copies, 2 * r + k)
-                    if args.compression == "gzip" and protocol == "http":  # gRPC compresses in the channel
+                    if args.compression == "gzip" and (protocol == "http" or args.grpc_client == "h2"):
                         bodies = [gzip.compress(b, compresslevel=6) for b in bodies]  # Go's default level
                     results["request_bytes_mean"] = sum(map(len, bodies)) / len(bodies)
                     row = one_round(server, info, protocol, bodies, args.threads, per_round, per_round * (r + 1),
-                                    args.compression)
+                                    args.compression, args.grpc_client)
                     (rows if server is servers[0][0] else other).append(row)
                     del bodies
             results[protocol] = {"rounds": rows, "peak_rss_mb": peak_rss(servers[0][0].pid) / 2**20}

@@ -7,7 +7,7 @@ which keys runs by trace and finalises one when the trace's local root ends.
 Locking: the engine's lock guards only the store (:mod:`.store`) and run creation, never user
 code. A run's events are applied by one thread at a time: the thread that ends a span queues it
 on the run and applies the queue itself unless another thread is doing so (a lock only *tried*);
-with ``one_caller=True`` (replay, ``serve``'s consumer thread: one thread makes every call) it is
+with ``one_caller=True`` (replay; ``serve``, whose calls never overlap: one thread at a time) it is
 applied without trying that lock. Rules, metrics, logs and callbacks run with no lock held; a span the monitor's own code ends is
 not checked again (``reentrant``).
 """
@@ -54,7 +54,7 @@ class Engine:
         one_caller: bool = False,
     ) -> None:
         self.policy = policy
-        # one thread makes every call (replay, serve's consumer): a run's events need no lock
+        # calls never overlap (replay; serve, one thread at a time): a run's events need no lock
         self._one_caller = one_caller
         if rules is None:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]

@@ -4,7 +4,9 @@ sends gzip by default), inflated by serve with a bound, whichever inflater is in
 from __future__ import annotations
 
 import gzip
+import sys
 import zlib
+from pathlib import Path
 
 import grpc
 import pytest
@@ -15,6 +17,7 @@ from test_serve_input import _body, _spans
 from otel_agenteval.receiver import Receiver, ServeConfig, compression
 from otel_agenteval.receiver.compression import BadRequest, TooLarge, grpc_message, gunzip, inflate
 
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 GOOD = _body(_spans(2))
 
@@ -80,3 +83,18 @@ def test_bad_compressed_grpc_requests_get_invalid_argument_and_a_counter(receive
     for how in (grpc.Compression.Gzip, grpc.Compression.Deflate, grpc.Compression.NoCompression):
         _export(r, _body(_spans(1)), how)  # the next good ones are served, however they come
     wait_until(settled(r.ports.metrics, 3), what="the good requests played")
+
+
+def test_grpc_messages_gzipped_by_a_client_other_than_grpcio_are_read(receiver):
+    """As the Collector (Go) sends them: each message compressed (flag set, ``grpc-encoding:
+    gzip``) by the sender. The client is the serve benchmark's, on HTTP/2 (h2)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from serve_throughput import send_grpc_gzipped
+    finally:
+        sys.path.remove(str(BENCH))
+    bodies = [gzip.compress(_body(_spans(2))), gzip.compress(_body(_spans(3)))]
+    assert send_grpc_gzipped(receiver.ports.grpc, bodies, threads=2) == 0  # none throttled
+    wait_until(settled(receiver.ports.metrics, 5), what="both requests played")
+    s = scrape(receiver.ports.metrics)
+    assert value(s, "agenteval_receiver_requests_total", protocol="grpc", result="ok") == 2

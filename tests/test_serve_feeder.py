@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import random
+import threading
+import time
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -15,6 +17,7 @@ from otel_agenteval import Policy
 from otel_agenteval._build import compiled_modules
 from otel_agenteval.engine import Engine
 from otel_agenteval.receiver.decoding import from_message
+from otel_agenteval.receiver.pipeline import OK, Pipeline
 from otel_agenteval.replay.live import LiveFeeder
 from otel_agenteval.replay.spanview import STATUS_UNSET, RecordedContext, RecordedResource, RecordedSpan
 
@@ -179,3 +182,60 @@ def test_a_played_trace_is_one_tree_parents_around_children_whatever_the_order_a
             if parent is not None:  # parent around child, across services and skewed clocks too
                 assert at["start", parent] < at["start", sid] and at["end", sid] < at["end", parent]
         assert all(s._parent is None or not s._parent[2] for s in sent)  # remote parents made local
+
+
+def test_a_tick_plays_due_traces_oldest_first_up_to_its_budget_of_spans():
+    feeder, now, done = _feeder()
+    traces = _recorded(5)  # 3 spans each
+    for trace in traces:
+        feeder.hold(trace)
+        now[0] += 0.1
+    now[0] += 6.0
+    assert feeder.tick(7) == 3 and feeder.held_spans == 6  # 3, 6, then 9 >= 7: stop
+    assert [t.trace_id for t in done] == [t[0]._context[0] for t in traces[:3]]
+    assert feeder.tick(0) == 0 and feeder.held_spans == 6
+    assert feeder.tick() == 2 and feeder.held_spans == 0
+
+
+def _pipeline(grace_s: float) -> tuple[Pipeline, list[str]]:
+    from prometheus_client import CollectorRegistry
+
+    threads: list[str] = []
+    pipeline = Pipeline(Policy(), CollectorRegistry(), queue_spans=10_000, grace_s=grace_s, idle_s=30.0,
+                        max_held_spans=10_000, log_violations=False,
+                        on_trajectory=(lambda t: threads.append(threading.current_thread().name),))
+    return pipeline, threads
+
+
+def test_a_listener_plays_its_own_batch_on_its_own_thread_and_at_most_twice_its_size():
+    pipeline, threads = _pipeline(grace_s=0.0)  # due as soon as the root is held
+    pipeline.start()
+    try:
+        traces = _recorded(12)
+        first = [s for t in traces[:10] for s in t]  # 30 spans, held while no turn is free
+        with pipeline._turn:  # another thread is feeding: the listener only queues
+            assert pipeline.submit(first) == OK
+        assert threads == [] and pipeline.queue.spans == 30
+        listener = threading.Thread(target=lambda: pipeline.submit(traces[10] + traces[11]), name="listener")
+        listener.start()
+        listener.join()
+        # it held all 36 spans and played until its budget (2 x 6 spans) was spent: 4 traces
+        assert threads == ["listener"] * 4 and pipeline.queue.spans == 0
+        deadline = time.monotonic() + 5
+        while len(threads) < 12 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert threads[4:] == ["agenteval-feeder"] * 8  # the feeder thread played the rest
+    finally:
+        assert pipeline.stop(5)
+    assert pipeline.feeder.completed["root_end"] == 12
+
+
+def test_a_batch_queued_while_the_turn_is_held_is_played_when_it_is_let_go():
+    pipeline, threads = _pipeline(grace_s=0.0)  # no feeder thread: only listeners feed
+    traces = _recorded(2)
+    pipeline._turn.acquire()
+    assert pipeline.submit(traces[0]) == OK  # the turn is taken: queued only
+    assert threads == []
+    pipeline._turn.release()
+    assert pipeline.submit(traces[1]) == OK
+    assert threads == [threading.current_thread().name] * 2 and pipeline.queue.spans == 0

@@ -11,7 +11,7 @@
 
 Modules: :mod:`.config` (settings), :mod:`.compression` (gzip/deflate bodies, inflated with a
 bound), :mod:`.decoding` (request bodies through replay's decoder), :mod:`.pipeline` (bounded
-ingest queue, the consumer thread, the engine), :mod:`.otlp_http` and :mod:`.otlp_grpc` (the
+ingest queue, the engine fed by one thread at a time), :mod:`.otlp_http` and :mod:`.otlp_grpc` (the
 listeners), :mod:`.eventloop` (uvloop or asyncio under the HTTP listeners), :mod:`.server`
 (start/stop in order), :mod:`.command` (the CLI).
 Trace completion (grace period after the root, idle timeout) is

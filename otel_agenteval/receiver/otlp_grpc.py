@@ -86,7 +86,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)")
         if spans:
-            got = self.pipeline.queue.put(spans)
+            got = self.pipeline.submit(spans)
             if got == FULL:
                 self._refused.inc(len(spans))
                 self._requests.labels("grpc", "throttled").inc()

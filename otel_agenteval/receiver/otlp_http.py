@@ -43,7 +43,7 @@ class _Refused(Exception):
 
 
 class OtlpHttpApp:
-    """``POST /v1/traces``: decode, validate, enqueue; the engine is fed by the pipeline's consumer."""
+    """``POST /v1/traces``: decode, validate, submit to the pipeline (which may play it here)."""
 
     def __init__(self, pipeline: Pipeline, config: ServeConfig) -> None:
         self.pipeline = pipeline
@@ -127,7 +127,7 @@ class OtlpHttpApp:
             raise _Refused(413, f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)",
                            "too_large")
         if spans:
-            got = self.pipeline.queue.put(spans)
+            got = self.pipeline.submit(spans)
             if got == FULL:
                 self._refused.inc(len(spans))
                 raise _Refused(429, "ingest queue is full: retry later", "throttled",

@@ -1,9 +1,16 @@
-"""Listeners -> bounded ingest queue -> one consumer thread -> the engine.
+"""Listeners -> bounded ingest queue -> the engine, fed by one thread at a time.
 
-Listeners only decode, validate and :meth:`IngestQueue.put`; the consumer thread alone calls the
-engine (through :class:`~otel_agenteval.replay.live.LiveFeeder`), so the engine
-never sees contention. The queue is bounded in spans: a full queue refuses the batch (the
-listener answers 429 / ``RESOURCE_EXHAUSTED`` and the client retries), counted.
+Listeners decode, validate and :meth:`Pipeline.submit` a batch: it joins the bounded ingest
+queue, and the listener's thread then feeds the queue to the engine (through
+:class:`~otel_agenteval.replay.live.LiveFeeder`) unless another thread is doing so already; it
+never waits for that thread (the ``turn`` lock is only tried). So the engine never sees
+contention, and it mostly runs on the listeners' own threads, between one request and the
+next: handing every batch to a consumer thread kept two busy threads trading the GIL, ~10% of
+``serve``'s CPU over OTLP/HTTP (benchmarks/README.md). A listener plays at most about twice the
+spans it brought, so a burst of due traces never holds a request (or the event loop) for long;
+the feeder thread plays the rest, and every trace that falls due while no request comes. The
+queue is bounded in spans: a full queue refuses the batch (the listener answers 429 /
+``RESOURCE_EXHAUSTED`` and the client retries), counted.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from ..violation import Violation
 log = logging.getLogger("otel_agenteval.serve")
 
 OK, FULL, CLOSED = "ok", "full", "closed"
-TICK_S = 0.05  # how often the consumer looks at the clock when no batch comes
+TICK_S = 0.05  # how often the feeder thread looks at the clock
+LISTENER_SHARE = 2  # a listener plays up to this many times the spans it submitted
+UNBOUNDED_SPANS = 1 << 60
 
 
 class IngestQueue:
@@ -38,37 +47,31 @@ class IngestQueue:
         self.capacity = capacity
         self.spans = 0
         self._items: deque[list[RecordedSpan]] = deque()
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._closed = False
 
     def put(self, batch: list[RecordedSpan]) -> str:
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return CLOSED
             if self.spans + len(batch) > self.capacity:
                 return FULL
             self._items.append(batch)
             self.spans += len(batch)
-            self._cond.notify()
         return OK
 
-    def get(self, timeout: float) -> list[RecordedSpan] | None:
-        """The next batch; None after ``timeout`` with nothing queued; [] when closed and drained."""
-        with self._cond:
+    def take(self) -> list[RecordedSpan] | None:
+        """The oldest batch, or None when there is none."""
+        with self._lock:
             if not self._items:
-                if self._closed:
-                    return []
-                self._cond.wait(timeout)
-                if not self._items:
-                    return [] if self._closed else None
+                return None
             batch = self._items.popleft()
             self.spans -= len(batch)
             return batch
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self._closed = True
-            self._cond.notify_all()
 
     @property
     def closed(self) -> bool:
@@ -107,7 +110,7 @@ class ReceiverMetrics:
 
 
 class Pipeline:
-    """The engine behind every listener, with its metrics and the consumer thread that feeds it."""
+    """The engine behind every listener, with its metrics, the queue, and the feeder thread."""
 
     def __init__(self, policy: Policy, registry: CollectorRegistry, *, queue_spans: int, grace_s: float,
                  idle_s: float, max_held_spans: int, log_violations: bool = True,
@@ -116,7 +119,7 @@ class Pipeline:
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
         self.policy = policy
         monitor = build_monitor(policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
-                                log_violations=log_violations, one_caller=True)  # the consumer thread only
+                                log_violations=log_violations, one_caller=True)  # one thread at a time: the turn
         self.engine = monitor.engine
         self.metrics = monitor.metrics
         self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)
@@ -130,7 +133,11 @@ class Pipeline:
         c.held_traces.set_function(lambda: self.feeder.held_traces)
         self._counted = dict(self.feeder.completed)
         self._duplicates = 0
-        self._thread = threading.Thread(target=self._run, name="agenteval-consumer", daemon=True)
+        self._turn = threading.Lock()
+        self._closing = threading.Event()
+        self._turn = threading.Lock()  # held by the one thread feeding the engine
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
 
     def _stats(self) -> dict[str, Any]:
@@ -143,32 +150,54 @@ class Pipeline:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Close the queue, let the consumer drain it and finalise what is held; True when done."""
+        """Close the queue, let the feeder thread drain it and finalise what is held; True when done."""
         self.queue.close()
+        self._closing.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
         return self.finished.is_set()
 
-    def _run(self) -> None:
+    def submit(self, batch: list[RecordedSpan]) -> str:
+        """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``); then feed the engine on this
+        thread, unless another one is feeding it."""
+        got = self.queue.put(batch)
+        if got == OK:
+            self._feed(self._turn.acquire(blocking=False), LISTENER_SHARE * len(batch))
+        return got
+
+    def _feed(self, turn: bool, budget: int) -> None:
+        """With the turn taken (``turn``): hold what is queued, play what is due (up to ``budget``
+        spans), let the turn go; again while a batch came meanwhile and the turn is free."""
         queue, feeder = self.queue, self.feeder
-        while True:
+        while turn:
             try:
-                batch = queue.get(TICK_S)
-                if batch:
+                while (batch := queue.take()) is not None:
                     feeder.hold(batch)
-                elif batch is not None:  # closed and drained
-                    break
-                feeder.tick()
+                held = feeder.held_spans
+                feeder.tick(budget)
+                budget -= held - feeder.held_spans
                 self._count_traces()
-            except Exception:  # never let the one consumer die
-                log.exception("agenteval serve: consumer error")
+            except Exception:  # never let a listener or the feeder thread fail on the engine's account
+                log.exception("agenteval serve: error while feeding the engine")
                 self.counters.errors.labels("consumer").inc()
-        try:
-            feeder.close_held()
-        except Exception:
-            log.exception("agenteval serve: error while finalising at shutdown")
-            self.counters.errors.labels("shutdown").inc()
-        self._count_traces()
+            finally:
+                self._turn.release()
+            # a batch queued while the turn was held: its listener found the turn taken
+            turn = queue.spans > 0 and budget > 0 and self._turn.acquire(blocking=False)
+
+    def _run(self) -> None:
+        """The feeder thread: what falls due between requests, and what listeners left."""
+        while not self._closing.wait(TICK_S):
+            self._feed(self._turn.acquire(), UNBOUNDED_SPANS)
+        with self._turn:
+            try:
+                while (batch := self.queue.take()) is not None:
+                    self.feeder.hold(batch)
+                self.feeder.close_held()
+            except Exception:
+                log.exception("agenteval serve: error while finalising at shutdown")
+                self.counters.errors.labels("shutdown").inc()
+            self._count_traces()
         self.finished.set()
 
     def _count_traces(self) -> None:

@@ -8,8 +8,8 @@ one tree: a remote parent that is in the trace is made local, so the tool spans 
 service join the agent's run; start and end calls keep parents before children even across
 skewed clocks. Past ``max_spans`` held spans the oldest trace is played at once (``capacity``);
 spans of a played trace are ``late``, and a span sent twice (a retry) is played once
-(``duplicates``). Between plays the engine holds nothing open. The consumer thread of
-:mod:`otel_agenteval.receiver.pipeline` is the only caller: no locks here.
+(``duplicates``). Between plays the engine holds nothing open. :mod:`otel_agenteval.receiver.pipeline`
+calls it from one thread at a time: no locks here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..engine import Engine
 from .feed import remember
 from .spanview import RecordedContext, RecordedSpan
 
+_UNBOUNDED = 1 << 60  # a budget of spans with no bound (a machine int when compiled)
 # engine.finalise_all reasons for what a play leaves open (the engine counts them as evictions)
 _LEFT_OPEN = {"root_end": "ttl", "idle_timeout": "ttl", "capacity": "capacity", "shutdown": "shutdown"}
 
@@ -103,12 +104,14 @@ class LiveFeeder:
         if self._size > self.stats["held_max"]:
             self.stats["held_max"] = self._size
 
-    def tick(self) -> int:
-        """Play every trace that is due now; returns how many were played."""
+    def tick(self, budget: int = _UNBOUNDED) -> int:
+        """Play the traces that are due now, oldest first, until ``budget`` spans have been
+        played (the rest wait for the next tick); returns how many traces were played."""
         now = self._clock()
         played = 0
+        left = self._size - budget  # held spans once the budget is spent
         due = self._due
-        while due:
+        while due and self._size > left:
             h = due[0]
             if not h.played and h.due > now:
                 break
@@ -118,7 +121,7 @@ class LiveFeeder:
                 played += 1
         idle = self._idle
         limit = now - self._idle_s
-        while idle:
+        while idle and self._size > left:
             h = idle[0]
             if h.played:
                 idle.popleft()
