@@ -219,8 +219,9 @@ def test_a_listener_plays_its_own_batch_on_its_own_thread_and_at_most_twice_its_
         listener = threading.Thread(target=lambda: pipeline.submit(traces[10] + traces[11]), name="listener")
         listener.start()
         listener.join()
-        # it held all 36 spans and played until its budget (2 x 6 spans) was spent: 4 traces
-        assert threads == ["listener"] * 4 and pipeline.queue.spans == 0
+        # oldest first: it held the 30 queued spans and played until its budget (2 x 6 spans) was
+        # spent, 4 traces; its own batch waits in the queue
+        assert threads == ["listener"] * 4 and pipeline.queue.spans == 6
         deadline = time.monotonic() + 5
         while len(threads) < 12 and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -239,3 +240,15 @@ def test_a_batch_queued_while_the_turn_is_held_is_played_when_it_is_let_go():
     pipeline._turn.release()
     assert pipeline.submit(traces[1]) == OK
     assert threads == [threading.current_thread().name] * 2 and pipeline.queue.spans == 0
+
+
+def test_a_listener_holds_one_batch_at_a_time_so_a_slow_engine_fills_the_queue_not_the_feeder():
+    pipeline, threads = _pipeline(grace_s=0.0)  # no feeder thread
+    traces = _recorded(10)
+    with pipeline._turn:
+        for k in range(3):  # 3 batches of 3 traces (9 spans) wait while another thread feeds
+            assert pipeline.submit([s for t in traces[3 * k:3 * k + 3] for s in t]) == OK
+    assert pipeline.submit(traces[9]) == OK  # 3 spans: a budget of 6
+    # the oldest batch held, two of its traces played (6 spans); the rest still queued, and so
+    # counted against --queue-spans: a client is refused when the engine falls behind
+    assert len(threads) == 2 and pipeline.feeder.held_spans == 3 and pipeline.queue.spans == 21

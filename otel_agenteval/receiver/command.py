@@ -34,7 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metrics-port", type=int, default=_D.metrics_port,
                    help="/metrics, /healthz and /readyz port (default %(default)s; 0 picks a free port)")
     g.add_argument("--grpc-workers", type=int, default=_D.grpc_workers,
-                   help="gRPC handler threads (default %(default)s)")
+                   help="gRPC handler threads (default %(default)s: decoding and checking hold the GIL, so more "
+                        "threads only take turns at it, ~5%% more CPU a span with 4; more overlap only the "
+                        "inflating of gzip messages)")
     g.add_argument("--loop", choices=LOOPS, default=_D.loop,
                    help="event loop of the HTTP listeners: uvloop (comes with the serve extra; its transport is "
                         "in C, less CPU a request) or the standard library's asyncio; auto picks uvloop when it is "

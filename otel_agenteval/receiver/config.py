@@ -33,7 +33,7 @@ class ServeConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     insecure: bool = False  # allow a non-loopback address without a token
-    grpc_workers: int = 4
+    grpc_workers: int = 1  # a handler's work holds the GIL: more threads only take turns at it
     log_violations: bool = True
     loop: str = "auto"  # the HTTP listeners' event loop: auto (uvloop when installed), uvloop, asyncio
 

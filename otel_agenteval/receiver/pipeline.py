@@ -166,12 +166,15 @@ class Pipeline:
         return got
 
     def _feed(self, turn: bool, budget: int) -> None:
-        """With the turn taken (``turn``): hold what is queued, play what is due (up to ``budget``
-        spans), let the turn go; again while a batch came meanwhile and the turn is free."""
+        """With the turn taken (``turn``): hold the oldest queued batch, play what is due (up to
+        ``budget`` spans), let the turn go; again while batches wait, the budget lasts and the turn
+        is free. One batch at a time, as the engine keeps up: when it does not, batches wait in
+        the queue, and a full queue is refused (the client retries) rather than held."""
         queue, feeder = self.queue, self.feeder
         while turn:
             try:
-                while (batch := queue.take()) is not None:
+                batch = queue.take()
+                if batch is not None:
                     feeder.hold(batch)
                 held = feeder.held_spans
                 feeder.tick(budget)
@@ -182,7 +185,7 @@ class Pipeline:
                 self.counters.errors.labels("consumer").inc()
             finally:
                 self._turn.release()
-            # a batch queued while the turn was held: its listener found the turn taken
+            # a batch queued while the turn was held (its listener found the turn taken), or left
             turn = queue.spans > 0 and budget > 0 and self._turn.acquire(blocking=False)
 
     def _run(self) -> None:
