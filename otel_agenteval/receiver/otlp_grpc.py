@@ -30,6 +30,7 @@ from .decoding import BadRequest, from_protobuf
 from .pipeline import CLOSED, FULL, Pipeline
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+MAX_IN_FLIGHT = 256  # requests received and waiting for a handler; past it grpcio refuses (RESOURCE_EXHAUSTED)
 
 
 class _Status(NamedTuple):  # grpc.Status: what abort_with_status takes
@@ -121,7 +122,7 @@ def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any,
         options=[("grpc.max_receive_message_length", 2 * config.max_body_bytes),
                  ("grpc.per_message_decompression", 0),  # inflated by the handler: grpc_message
                  ("grpc.so_reuseport", 0)],
-        maximum_concurrent_rpcs=64 * config.grpc_workers,
+        maximum_concurrent_rpcs=MAX_IN_FLIGHT,
     )
     host = f"[{config.addr}]" if ":" in config.addr else config.addr
     if config.tls:

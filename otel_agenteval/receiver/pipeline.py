@@ -182,7 +182,7 @@ class Pipeline:
                 self._count_traces()
             except Exception:  # never let a listener or the feeder thread fail on the engine's account
                 log.exception("agenteval serve: error while feeding the engine")
-                self.counters.errors.labels("consumer").inc()
+                self.counters.errors.labels("feed").inc()
             finally:
                 self._turn.release()
             # a batch queued while the turn was held (its listener found the turn taken), or left
