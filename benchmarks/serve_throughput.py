@@ -117,21 +117,43 @@ def peak_rss(pid: int) -> int:
     return 0
 
 
+class Sending:
+    """A round's request bodies, handed to the client threads one at a time, and how many
+    requests the server throttled (asked to retry later)."""
+
+    def __init__(self, bodies: list[bytes]) -> None:
+        self._bodies = iter(bodies)
+        self._lock = threading.Lock()
+        self.throttled = 0
+
+    def next_body(self) -> bytes | None:
+        with self._lock:
+            return next(self._bodies, None)
+
+    def throttle(self, pause_s: float) -> None:
+        with self._lock:
+            self.throttled += 1
+        time.sleep(pause_s)
+
+    def run(self, worker: Any, threads: int) -> int:
+        """``worker`` on ``threads`` threads until every body is sent; the requests throttled."""
+        ts = [threading.Thread(target=worker) for _ in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return self.throttled
+
+
 def send_http(port: int, bodies: list[bytes], threads: int, compression: str = "none") -> int:
     headers = {"Content-Type": "application/x-protobuf"}
     if compression == "gzip":  # the bodies are compressed already (untimed)
         headers["Content-Encoding"] = "gzip"
-    it = iter(bodies)
-    lock = threading.Lock()
-    throttled = [0]
+    sending = Sending(bodies)
 
     def worker() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        while True:
-            with lock:
-                body = next(it, None)
-            if body is None:
-                break
+        while (body := sending.next_body()) is not None:
             while True:
                 conn.request("POST", "/v1/traces", body, headers)
                 resp = conn.getresponse()
@@ -139,18 +161,12 @@ def send_http(port: int, bodies: list[bytes], threads: int, compression: str = "
                 if resp.status == 200:
                     break
                 if resp.status in (429, 503):
-                    throttled[0] += 1
-                    time.sleep(float(resp.getheader("retry-after") or 1) / 10)
+                    sending.throttle(float(resp.getheader("retry-after") or 1) / 10)
                     continue
                 raise SystemExit(f"server answered {resp.status}")
         conn.close()
 
-    ts = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return throttled[0]
+    return sending.run(worker, threads)
 
 
 def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "none") -> int:
@@ -160,16 +176,10 @@ def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "
                                     if compression == "gzip" else grpc.Compression.NoCompression)
     export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
                                  request_serializer=None, response_deserializer=None)
-    it = iter(bodies)
-    lock = threading.Lock()
-    throttled = [0]
+    sending = Sending(bodies)
 
     def worker() -> None:
-        while True:
-            with lock:
-                body = next(it, None)
-            if body is None:
-                break
+        while (body := sending.next_body()) is not None:
             while True:
                 try:
                     export(body, timeout=60)
@@ -177,16 +187,11 @@ def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "
                 except grpc.RpcError as exc:
                     if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                         raise
-                    throttled[0] += 1
-                    time.sleep(0.1)
+                    sending.throttle(0.1)
 
-    ts = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    throttled = sending.run(worker, threads)
     channel.close()
-    return throttled[0]
+    return throttled
 
 
 EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -204,9 +209,7 @@ def send_grpc_gzipped(port: int, bodies: list[bytes], threads: int) -> int:
     from h2.connection import H2Connection
     from h2.events import DataReceived, ResponseReceived, StreamEnded, TrailersReceived
 
-    it = iter(bodies)
-    lock = threading.Lock()
-    throttled = [0]
+    sending = Sending(bodies)
 
     def call(sock: socket.socket, conn: H2Connection, body: bytes) -> str:
         sid = conn.get_next_available_stream_id()
@@ -242,24 +245,14 @@ def send_grpc_gzipped(port: int, bodies: list[bytes], threads: int) -> int:
         conn = H2Connection(H2Configuration(client_side=True))
         conn.initiate_connection()
         sock.sendall(conn.data_to_send())
-        while True:
-            with lock:
-                body = next(it, None)
-            if body is None:
-                break
+        while (body := sending.next_body()) is not None:
             while (status := call(sock, conn, body)) != "0":
                 if status != "8":  # RESOURCE_EXHAUSTED: retry after a pause
                     raise SystemExit(f"server answered grpc-status {status}")
-                throttled[0] += 1
-                time.sleep(0.1)
+                sending.throttle(0.1)
         sock.close()
 
-    ts = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return throttled[0]
+    return sending.run(worker, threads)
 
 
 def baseline(bodies: list[bytes]) -> float:
