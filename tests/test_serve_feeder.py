@@ -197,11 +197,11 @@ def test_a_tick_plays_due_traces_oldest_first_up_to_its_budget_of_spans():
     assert feeder.tick() == 2 and feeder.held_spans == 0
 
 
-def _pipeline(grace_s: float) -> tuple[Pipeline, list[str]]:
+def _pipeline(grace_s: float, policy: Policy | None = None) -> tuple[Pipeline, list[str]]:
     from prometheus_client import CollectorRegistry
 
     threads: list[str] = []
-    pipeline = Pipeline(Policy(), CollectorRegistry(), queue_spans=10_000, grace_s=grace_s, idle_s=30.0,
+    pipeline = Pipeline(policy or Policy(), CollectorRegistry(), queue_spans=10_000, grace_s=grace_s, idle_s=30.0,
                         max_held_spans=10_000, log_violations=False,
                         on_trajectory=(lambda t: threads.append(threading.current_thread().name),))
     return pipeline, threads
@@ -252,3 +252,22 @@ def test_a_listener_holds_one_batch_at_a_time_so_a_slow_engine_fills_the_queue_n
     # the oldest batch held, two of its traces played (6 spans); the rest still queued, and so
     # counted against --queue-spans: a client is refused when the engine falls behind
     assert len(threads) == 2 and pipeline.feeder.held_spans == 3 and pipeline.queue.spans == 21
+
+
+def test_with_rules_of_its_own_a_policy_is_checked_on_the_feeder_thread_never_on_a_listeners():
+    from serve_support import GATE
+
+    GATE.set()  # gate_rule returns at once
+    pipeline, threads = _pipeline(grace_s=0.0, policy=Policy.from_dict({"custom_rules": ["serve_support:gate_rule"]}))
+    assert not pipeline.listeners_feed
+    pipeline.start()
+    try:
+        listener = threading.Thread(target=lambda: pipeline.submit(_recorded(1)[0]), name="listener")
+        listener.start()
+        listener.join()
+        deadline = time.monotonic() + 5
+        while not threads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert threads == ["agenteval-feeder"]
+    finally:
+        assert pipeline.stop(5)

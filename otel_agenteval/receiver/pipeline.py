@@ -8,7 +8,9 @@ contention, and it mostly runs on the listeners' own threads, between one reques
 next: handing every batch to a consumer thread kept two busy threads trading the GIL, ~10% of
 ``serve``'s CPU over OTLP/HTTP (benchmarks/README.md). A listener plays at most about twice the
 spans it brought, so a burst of due traces never holds a request (or the event loop) for long;
-the feeder thread plays the rest, and every trace that falls due while no request comes. The
+the feeder thread plays the rest, and every trace that falls due while no request comes. With
+``custom_rules`` in the policy (user code, which may be slow or block) listeners only queue and
+the feeder thread feeds everything, so a stalled rule never holds a listener. The
 queue is bounded in spans: a full queue refuses the batch (the listener answers 429 /
 ``RESOURCE_EXHAUSTED`` and the client retries), counted.
 """
@@ -133,10 +135,12 @@ class Pipeline:
         c.held_traces.set_function(lambda: self.feeder.held_traces)
         self._counted = dict(self.feeder.completed)
         self._duplicates = 0
-        self._turn = threading.Lock()
-        self._closing = threading.Event()
         self._turn = threading.Lock()  # held by the one thread feeding the engine
-        self._closing = threading.Event()
+        # the policy's own rules are user code, which may be slow or block: listeners only queue,
+        # so it never holds one (a full queue is refused as the engine falls behind)
+        self.listeners_feed = not policy.custom_rules
+        self._wake = threading.Event()  # the feeder thread: a batch to feed, or stop
+        self._closing = False
         self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
 
@@ -152,17 +156,22 @@ class Pipeline:
     def stop(self, timeout: float | None = None) -> bool:
         """Close the queue, let the feeder thread drain it and finalise what is held; True when done."""
         self.queue.close()
-        self._closing.set()
+        self._closing = True
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
         return self.finished.is_set()
 
     def submit(self, batch: list[RecordedSpan]) -> str:
         """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``); then feed the engine on this
-        thread, unless another one is feeding it."""
+        thread, unless another one is feeding it (or the policy has rules of its own: then the
+        feeder thread does)."""
         got = self.queue.put(batch)
         if got == OK:
-            self._feed(self._turn.acquire(blocking=False), LISTENER_SHARE * len(batch))
+            if self.listeners_feed:
+                self._feed(self._turn.acquire(blocking=False), LISTENER_SHARE * len(batch))
+            else:
+                self._wake.set()
         return got
 
     def _feed(self, turn: bool, budget: int) -> None:
@@ -190,7 +199,9 @@ class Pipeline:
 
     def _run(self) -> None:
         """The feeder thread: what falls due between requests, and what listeners left."""
-        while not self._closing.wait(TICK_S):
+        while not self._closing:
+            self._wake.wait(TICK_S)
+            self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED_SPANS)
         with self._turn:
             try:
