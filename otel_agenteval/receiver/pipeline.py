@@ -5,7 +5,7 @@ queue, and the listener's thread then feeds the queue to the engine (through
 :class:`~otel_agenteval.replay.live.LiveFeeder`) unless another thread is doing so already; it
 never waits for that thread (the ``turn`` lock is only tried). So the engine never sees
 contention, and it mostly runs on the listeners' own threads, between one request and the
-next: handing every batch to a consumer thread kept two busy threads trading the GIL, ~10% of
+next: handing every batch to a consumer thread kept two busy threads trading the GIL, ~5-15% of
 ``serve``'s CPU over OTLP/HTTP (benchmarks/README.md). A listener plays at most about twice the
 spans it brought, so a burst of due traces never holds a request (or the event loop) for long;
 the feeder thread plays the rest, and every trace that falls due while no request comes. With
