@@ -47,6 +47,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from processor_overhead import make_workload  # noqa: E402
 
 CONVERSATION = "gen_ai.conversation.id"
+EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 POLICY_FILE = Path(tempfile.gettempdir()) / f"agenteval-serve-bench-{os.getpid()}.yaml"
 # the processor benchmark's policy (processor_overhead.POLICY), as the file serve reads
 POLICY = """\
@@ -174,8 +175,7 @@ def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "
 
     channel = grpc.insecure_channel(f"127.0.0.1:{port}", compression=grpc.Compression.Gzip
                                     if compression == "gzip" else grpc.Compression.NoCompression)
-    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-                                 request_serializer=None, response_deserializer=None)
+    export = channel.unary_unary(EXPORT_PATH, request_serializer=None, response_deserializer=None)
     sending = Sending(bodies)
 
     def worker() -> None:
@@ -193,8 +193,6 @@ def send_grpc(port: int, bodies: list[bytes], threads: int, compression: str = "
     channel.close()
     return throttled
 
-
-EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 def send_grpc_gzipped(port: int, bodies: list[bytes], threads: int) -> int:

@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from ..collectors import SelfCollector
 from ..monitor import build_monitor
 from ..policy import Policy
-from ..replay.live import LiveFeeder
+from ..replay.live import UNBOUNDED, LiveFeeder
 from ..replay.spanview import RecordedSpan
 from ..trajectory import Trajectory
 from ..violation import Violation
@@ -39,7 +39,6 @@ log = logging.getLogger("otel_agenteval.serve")
 OK, FULL, CLOSED = "ok", "full", "closed"
 TICK_S = 0.05  # how often the feeder thread looks at the clock
 LISTENER_SHARE = 2  # a listener plays up to this many times the spans it submitted
-UNBOUNDED_SPANS = 1 << 60
 
 
 class IngestQueue:
@@ -74,10 +73,6 @@ class IngestQueue:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
 
 class ReceiverMetrics:
@@ -202,7 +197,7 @@ class Pipeline:
         while not self._closing:
             self._wake.wait(TICK_S)
             self._wake.clear()
-            self._feed(self._turn.acquire(), UNBOUNDED_SPANS)
+            self._feed(self._turn.acquire(), UNBOUNDED)
         with self._turn:
             try:
                 while (batch := self.queue.take()) is not None:

@@ -23,7 +23,7 @@ from ..engine import Engine
 from .feed import remember
 from .spanview import RecordedContext, RecordedSpan
 
-_UNBOUNDED = 1 << 60  # a budget of spans with no bound (a machine int when compiled)
+UNBOUNDED = 1 << 60  # a budget of spans with no bound (a machine int when compiled)
 # engine.finalise_all reasons for what a play leaves open (the engine counts them as evictions)
 _LEFT_OPEN = {"root_end": "ttl", "idle_timeout": "ttl", "capacity": "capacity", "shutdown": "shutdown"}
 
@@ -104,7 +104,7 @@ class LiveFeeder:
         if self._size > self.stats["held_max"]:
             self.stats["held_max"] = self._size
 
-    def tick(self, budget: int = _UNBOUNDED) -> int:
+    def tick(self, budget: int = UNBOUNDED) -> int:
         """Play the traces that are due now, oldest first, until ``budget`` spans have been
         played (the rest wait for the next tick); returns how many traces were played."""
         now = self._clock()
