@@ -22,13 +22,15 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 GOOD = _body(_spans(2))
 
 
-@pytest.fixture(params=["zlib-ng", "zlib"])
+@pytest.fixture(params=["libdeflate", "zlib-ng", "zlib"])
 def inflater(request, monkeypatch):
-    """Both inflaters: zlib-ng (the serve extra) and the standard library's (without it)."""
+    """Every inflater: libdeflate for whole gzip bodies, then zlib-ng (both the serve extra), and
+    the standard library's zlib (installed without it)."""
+    assert compression.WHOLE is not None and compression.INFLATER is not zlib  # both in the test extra
+    if request.param != "libdeflate":
+        monkeypatch.setattr(compression, "WHOLE", None)
     if request.param == "zlib":
         monkeypatch.setattr(compression, "INFLATER", zlib)
-    else:
-        assert compression.INFLATER is not zlib  # zlib-ng is installed with the test extra
     return request.param
 
 
@@ -48,6 +50,36 @@ def test_grpc_messages_are_inflated_when_compressed_and_taken_as_sent_otherwise(
     assert inflate(zlib.compress(GOOD), 1 << 20) == GOOD == inflate(raw.compress(GOOD) + raw.flush(), 1 << 20)
     with pytest.raises(BadRequest, match="not valid gzip"):
         grpc_message(b"\x1f\x8b but no gzip stream", 1 << 20)
+
+
+def test_gzip_bodies_of_several_members_are_read_whole_and_bounded(inflater):
+    """RFC 1952 lets a gzip body be several members (Go's reader takes them as one stream): none
+    is dropped, even when the first and last are the same size, and the bound is on the total."""
+    first, second = GOOD[: len(GOOD) // 2], GOOD[len(GOOD) // 2:]
+    assert gunzip(gzip.compress(first) + gzip.compress(second), 1 << 20) == GOOD
+    same_size = bytes(reversed(first))
+    assert gunzip(gzip.compress(first) + gzip.compress(same_size), 1 << 20) == first + same_size
+    with pytest.raises(TooLarge):
+        gunzip(gzip.compress(b"\x0a\x00" * 400) + gzip.compress(b"\x0a\x00" * 400), 1024)
+    with pytest.raises(BadRequest, match="bytes after the end of the gzip stream"):
+        gunzip(gzip.compress(GOOD) + b"trailing", 1 << 20)
+    with pytest.raises(BadRequest, match="truncated"):
+        gunzip(gzip.compress(first) + gzip.compress(second)[:-12], 1 << 20)
+
+
+def test_a_gzip_trailer_that_lies_about_the_size_takes_the_bounded_path(inflater):
+    """The whole-body path allocates what the trailer states: a trailer that says less than the
+    body holds (a bomb), or nothing, or more than the limit, is read by the bounded path instead."""
+    bomb = bytearray(gzip.compress(b"\x0a\x00" * 100_000))
+    bomb[-4:] = (100).to_bytes(4, "little")  # says 100 bytes: inflating finds 200,000
+    with pytest.raises((TooLarge, BadRequest)):
+        gunzip(bytes(bomb), 1024)
+    zero = bytearray(gzip.compress(GOOD))
+    zero[-4:] = bytes(4)  # says empty: not taken as an empty body
+    with pytest.raises(BadRequest):
+        gunzip(bytes(zero), 1 << 20)
+    with pytest.raises(TooLarge):
+        gunzip(gzip.compress(b"\x0a\x00" * 10_000), 1024)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ..replay.decode import parse, spans_from_json
+from ..replay.native import native_spans
 from ..replay.protobuf import WIRE_SPANS, request_spans
 from ..replay.readers import gc_paused
 from ..replay.spanview import RecordedSpan
@@ -46,9 +47,15 @@ class Decoded:
         return "; ".join(self.messages) + (f"; and {more} more" if more > 0 else "")
 
 
-def from_protobuf(body: bytes, where: str = "request") -> Decoded:
+def from_protobuf(body: bytes | bytearray, where: str = "request") -> Decoded:
+    """A body as received, or as inflated (libdeflate gives a bytearray: the C reader and protobuf
+    read it as it is, the compiled Python reader takes bytes)."""
     with gc_paused():
-        fast = WIRE_SPANS(body) if WIRE_SPANS is not None else None  # the usual forms, from the bytes
+        if native_spans is not None:
+            fast = native_spans(body)  # the usual forms, from the bytes
+        else:
+            body = bytes(body)
+            fast = WIRE_SPANS(body) if WIRE_SPANS is not None else None
         if fast is not None:
             return Decoded(fast)
         req = ExportTraceServiceRequest()
@@ -65,7 +72,7 @@ def from_message(req: ExportTraceServiceRequest, where: str = "request") -> Deco
     return out
 
 
-def from_json(body: bytes, where: str = "request") -> Decoded:
+def from_json(body: bytes | bytearray, where: str = "request") -> Decoded:
     with gc_paused():
         out = Decoded([])
         typed = typed_request(body) if typed_request is not None and b'"resourceSpans"' in body[:64] else None

@@ -82,10 +82,9 @@ class OtlpHttpApp:
             if encoding not in CONTENT_ENCODINGS:
                 raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip, deflate "
                                "or none", "unsupported_media_type")
-            body = await self._body(headers, receive)
+            raw = await self._body(headers, receive)
             inflater = CONTENT_ENCODINGS[encoding]
-            if inflater is not None:
-                body = inflater(body, self.config.max_body_bytes)
+            body = raw if inflater is None else inflater(raw, self.config.max_body_bytes)
             decoded = from_json(body) if json_body else from_protobuf(body)
             response = self._enqueue(decoded)
         except _Refused as r:

@@ -22,7 +22,7 @@ from .values import Bad
 try:  # orjson is ~3x faster on these documents; json is the fallback
     import orjson
 
-    _loads: Callable[[bytes], Any] = orjson.loads
+    _loads: Callable[[bytes | bytearray], Any] = orjson.loads
 except ImportError:  # pragma: no cover - exercised only without orjson
     _loads = json.loads
 
@@ -46,7 +46,7 @@ def spans_from_json(value: Any, where: str, reject: Callable[[str], None]) -> li
     raise Bad(f"neither an OTLP ExportTraceServiceRequest nor an SDK span (keys: {', '.join(sorted(value)[:5])})")
 
 
-def parse(data: bytes) -> Any:
+def parse(data: bytes | bytearray) -> Any:
     try:
         return _loads(data)
     except ValueError:

@@ -23,7 +23,7 @@ except ImportError:  # the plain Python build, or no C compiler
     _configure = _read = None
 
 
-def _configured() -> Callable[[bytes], list[RecordedSpan] | None] | None:
+def _configured() -> Callable[[bytes | bytearray], list[RecordedSpan] | None] | None:
     if _read is None:
         return None
     statuses = tuple(_STATUS[code] for code in range(3))  # the readers' shared tables, by OTLP number
@@ -31,7 +31,7 @@ def _configured() -> Callable[[bytes], list[RecordedSpan] | None] | None:
                tuple(_KIND[kind] for kind in range(6)), statuses, tuple(s.status_code for s in statuses))
     read = _read
 
-    def native_spans(data: bytes) -> list[RecordedSpan] | None:
+    def native_spans(data: bytes | bytearray) -> list[RecordedSpan] | None:
         """The spans of one serialised ``ExportTraceServiceRequest``, sorted by end time; None when
         the request holds anything but the usual forms (then protobuf reads it)."""
         out: list[RecordedSpan] | None = read(data)

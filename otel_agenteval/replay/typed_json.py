@@ -31,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - optional: the dict path reads everything
     msgspec = None  # type: ignore[assignment]
 
-typed_request: Callable[[bytes], list[RecordedSpan] | None] | None = None
+typed_request: Callable[[bytes | bytearray], list[RecordedSpan] | None] | None = None
 _RARE_VALUES = ("boolValue", "doubleValue", "arrayValue", "kvlistValue", "bytesValue")
 
 if msgspec is not None:
@@ -134,7 +134,7 @@ if msgspec is not None:
                       for e in evs) if evs else (),
                 resource))
 
-    def _typed_request(data: bytes) -> list[RecordedSpan] | None:
+    def _typed_request(data: bytes | bytearray) -> list[RecordedSpan] | None:
         """The spans of one OTLP/JSON request in the usual forms; None: read it the dict way."""
         out: list[RecordedSpan] = []
         try:
