@@ -10,8 +10,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.json_format import MessageToJson
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from prometheus_client import CollectorRegistry
-from serve_support import scrape, settled, value, wait_until
+from serve_support import post, scrape, settled, value, wait_until
 from test_serve_input import _body, _spans
 
 from otel_agenteval.receiver import Receiver, ServeConfig, compression
@@ -115,6 +117,27 @@ def test_bad_compressed_grpc_requests_get_invalid_argument_and_a_counter(receive
     for how in (grpc.Compression.Gzip, grpc.Compression.Deflate, grpc.Compression.NoCompression):
         _export(r, _body(_spans(1)), how)  # the next good ones are served, however they come
     wait_until(settled(r.ports.metrics, 3), what="the good requests played")
+
+
+@pytest.mark.parametrize("path", ["libdeflate", "zlib-ng"])
+def test_gzip_http_bodies_protobuf_and_json_are_read_whichever_path_inflates_them(receiver, monkeypatch, path):
+    """Over OTLP/HTTP: a one-member gzip body (libdeflate's buffer, or zlib-ng's stream without
+    it), JSON and protobuf alike, and a body of two gzip members: every span is read."""
+    if path == "zlib-ng":
+        monkeypatch.setattr(compression, "WHOLE", None)
+    url = f"http://127.0.0.1:{receiver.ports.http}/v1/traces"
+    gz = {"Content-Encoding": "gzip"}
+    as_json = MessageToJson(encode_spans(_spans(2)), indent=None).encode()
+    one, two = _body(_spans(1)), _body(_spans(2))
+    for body, ctype in ((gzip.compress(_body(_spans(3))), "application/x-protobuf"),
+                        (gzip.compress(as_json), "application/json"),
+                        (gzip.compress(one) + gzip.compress(two), "application/x-protobuf")):
+        status, _, answer = post(url, body, {"Content-Type": ctype, **gz})
+        assert status == 200, answer
+    wait_until(settled(receiver.ports.metrics, 8), what="3 + 2 + (1 + 2) runs played")
+    s = scrape(receiver.ports.metrics)
+    assert value(s, "agenteval_receiver_requests_total", protocol="http", result="ok") == 3
+    assert value(s, "agenteval_receiver_spans_total", protocol="http", result="rejected") == 0
 
 
 def test_grpc_messages_gzipped_by_a_client_other_than_grpcio_are_read(receiver):
