@@ -6,7 +6,7 @@ The OpenTelemetry Collector's otlp exporter (and so its ``loadbalancing`` export
 with gzip by default, so on the usual path every request is inflated here. A gzip body is
 inflated whole by libdeflate (the ``deflate`` package, in the serve extra) into a buffer of the
 size its trailer states, when that size is within the limit and the body is one gzip member:
-about half zlib-ng's CPU, with no growing output buffer to join. Anything else (no or a wrong
+two thirds of zlib-ng's CPU, with no growing output buffer to join. Anything else (no or a wrong
 stated size, several gzip members, a broken stream) takes the streaming path, bounded as it
 inflates, which names what is wrong: zlib-ng when installed (also the serve extra, ~3x the
 standard library's zlib), else zlib.
