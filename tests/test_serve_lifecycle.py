@@ -52,6 +52,7 @@ def test_sigterm_goes_unready_drains_and_finalises_open_runs_as_incomplete():
 def test_loop_is_uvloop_when_installed_and_asyncio_on_request(monkeypatch):
     with serve_process("--no-log-violations") as (_, info):
         assert info["loop"] == "uvloop"
+        assert info["gzip"] == "libdeflate+zlib-ng"  # both come with the serve extra (and the test extra)
     with serve_process("--loop", "asyncio", "--no-log-violations") as (_, info):
         assert info["loop"] == "asyncio"
         assert post(f"http://127.0.0.1:{info['http_port']}/v1/traces", _body(_spans(1)), PB)[0] == 200

@@ -92,6 +92,7 @@ def _config(args: argparse.Namespace) -> ServeConfig:
 
 def run(args: argparse.Namespace) -> int:
     from ..policy import Policy, PolicyError
+    from .compression import inflaters
 
     try:
         from .server import Receiver
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
                       "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
                       "tls": config.tls, "auth": config.token is not None, "malloc": allocator,
-                      "loop": receiver.loop}), flush=True)
+                      "loop": receiver.loop, "gzip": inflaters()}), flush=True)
     while not stop.wait(1.0):
         pass
     print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,

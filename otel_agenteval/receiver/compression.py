@@ -43,6 +43,12 @@ GZIP_MAGIC = b"\x1f\x8b"  # never the start of an OTLP protobuf message (wire ty
 MEMBER_START = GZIP_MAGIC + b"\x08"  # and deflate: how every gzip member begins
 
 
+def inflaters() -> str:
+    """What inflates gzip here, for the start-up line: ``libdeflate+zlib-ng`` with the serve extra."""
+    stream = "zlib-ng" if INFLATER is not zlib else "zlib"
+    return stream if WHOLE is None else f"libdeflate+{stream}"
+
+
 class BadRequest(ValueError):
     """A body that is not an OTLP trace request; the message says why."""
 
