@@ -129,6 +129,6 @@ def _inflate(body: bytes, limit: int, wbits: int, name: str) -> bytes:
             raise BadRequest(f"{name}: body is truncated ({name} stream does not end)")
         body = d.unused_data
         if not body:
-            return out if len(parts) == 1 else b"".join(parts)
+            return b"".join(parts)  # one part: that bytes object itself, not a copy
         if name != "gzip" or not body.startswith(GZIP_MAGIC):
             raise BadRequest(f"{name}: {len(body)} bytes after the end of the {name} stream")

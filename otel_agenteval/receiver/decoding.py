@@ -17,7 +17,6 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ..replay.decode import parse, spans_from_json
-from ..replay.native import native_spans
 from ..replay.protobuf import WIRE_SPANS, request_spans
 from ..replay.readers import gc_paused
 from ..replay.spanview import RecordedSpan
@@ -48,14 +47,9 @@ class Decoded:
 
 
 def from_protobuf(body: bytes | bytearray, where: str = "request") -> Decoded:
-    """A body as received, or as inflated (libdeflate gives a bytearray: the C reader and protobuf
-    read it as it is, the compiled Python reader takes bytes)."""
+    """A body as received, or as inflated (libdeflate gives a bytearray, read as it is)."""
     with gc_paused():
-        if native_spans is not None:
-            fast = native_spans(body)  # the usual forms, from the bytes
-        else:
-            body = bytes(body)
-            fast = WIRE_SPANS(body) if WIRE_SPANS is not None else None
+        fast = WIRE_SPANS(body) if WIRE_SPANS is not None else None  # the usual forms, from the bytes
         if fast is not None:
             return Decoded(fast)
         req = ExportTraceServiceRequest()

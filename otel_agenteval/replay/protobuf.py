@@ -22,9 +22,16 @@ from .values import _KIND, _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 
 # Compiled, the wire reader takes a third of the time of protobuf's parser + request_spans, and
 # its C twin (native) 40% of that; as plain Python it takes twice protobuf's (upb is C). So it
-# reads requests only when compiled (the tests read every form each way on either build).
-WIRE_SPANS: Callable[[bytes], list[RecordedSpan] | None] | None = native_spans or (
-    None if (getattr(wire, "__file__", "") or "").endswith(".py") else wire.wire_spans)
+# reads requests only when compiled (the tests read every form each way on either build). Bodies
+# may be a bytearray (serve's libdeflate output): the C reader reads any buffer.
+
+
+def _python_wire_spans(data: bytes | bytearray) -> list[RecordedSpan] | None:
+    return wire.wire_spans(bytes(data))  # it keys its caches by slices of the body: bytes only
+
+
+WIRE_SPANS: Callable[[bytes | bytearray], list[RecordedSpan] | None] | None = native_spans or (
+    None if (getattr(wire, "__file__", "") or "").endswith(".py") else _python_wire_spans)
 
 
 def _value(v: Any) -> Any:
