@@ -21,8 +21,10 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -33,6 +35,9 @@ from ..replay.live import UNBOUNDED, LiveFeeder
 from ..replay.spanview import RecordedSpan
 from ..trajectory import Trajectory
 from ..violation import Violation
+
+if TYPE_CHECKING:
+    from .durability import Durability
 
 log = logging.getLogger("otel_agenteval.serve")
 
@@ -138,6 +143,7 @@ class Pipeline:
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
+        self.wal: Durability | None = None  # serve --wal-dir: requests logged before acknowledged
 
     def _stats(self) -> dict[str, Any]:
         s = self.engine.stats
@@ -156,6 +162,19 @@ class Pipeline:
         if self._thread.is_alive():
             self._thread.join(timeout)
         return self.finished.is_set()
+
+    def log(self, spans: list[RecordedSpan], source: int, encoding: bytes, body: bytes) -> Future[str] | None:
+        """With ``--wal-dir``: log a request as received before :meth:`submit`; the future is
+        ``OK`` once it is synced, else the refusal. None without a log (or spans)."""
+        if self.wal is None or not spans:
+            return None
+        return self.wal.log_request(spans, source, encoding, body)
+
+    @contextmanager
+    def still(self) -> Iterator[None]:
+        """No thread feeds the engine while the block runs (a scrape with ``--wal-dir``)."""
+        with self._turn:
+            yield
 
     def submit(self, batch: list[RecordedSpan]) -> str:
         """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``); then feed the engine on this
@@ -198,15 +217,22 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
+            if self.wal is not None:
+                with self._turn:
+                    self.wal.tick()
+        finished = False
         with self._turn:
             try:
                 while (batch := self.queue.take()) is not None:
                     self.feeder.hold(batch)
                 self.feeder.close_held()
+                finished = True
             except Exception:
                 log.exception("agenteval serve: error while finalising at shutdown")
                 self.counters.errors.labels("shutdown").inc()
             self._count_traces()
+        if self.wal is not None:
+            self.wal.close(finished)  # everything played: the log is no longer needed
         self.finished.set()
 
     def _count_traces(self) -> None:
