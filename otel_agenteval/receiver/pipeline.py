@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -36,14 +36,22 @@ from ..replay.spanview import RecordedSpan
 from ..trajectory import Trajectory
 from ..violation import Violation
 
-if TYPE_CHECKING:
-    from .durability import Durability
-
 log = logging.getLogger("otel_agenteval.serve")
 
 OK, FULL, CLOSED = "ok", "full", "closed"
 TICK_S = 0.05  # how often the feeder thread looks at the clock
 LISTENER_SHARE = 2  # a listener plays up to this many times the spans it submitted
+
+
+class RequestLog(Protocol):
+    """The write-ahead log as the pipeline uses it (:class:`.durability.Durability`)."""
+
+    def log_request(self, spans: list[RecordedSpan], source: int, encoding: bytes,
+                    body: bytes) -> Future[str] | None: ...
+
+    def tick(self) -> None: ...
+
+    def close(self, finished: bool) -> None: ...
 
 
 class IngestQueue:
@@ -143,7 +151,7 @@ class Pipeline:
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
-        self.wal: Durability | None = None  # serve --wal-dir: requests logged before acknowledged
+        self.wal: RequestLog | None = None  # serve --wal-dir: requests logged before acknowledged
 
     def _stats(self) -> dict[str, Any]:
         s = self.engine.stats
