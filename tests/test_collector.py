@@ -4,6 +4,7 @@ it three ``serve`` replicas get every run whole, once, even when one is killed w
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -66,27 +67,30 @@ class Replica:
                "--wal-dir", str(self.wal), "--grace", "1", "--token-env", "AGENTEVAL_TOKEN",
                "--no-log-violations"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**__import__("os").environ, "AGENTEVAL_TOKEN": TOKEN})
+                                     env={**os.environ, "AGENTEVAL_TOKEN": TOKEN})
         assert self.proc.stdout is not None and self.proc.stderr is not None
         line = self.proc.stdout.readline()
         assert line, f"replica {self.name} did not start: {self.proc.stderr.read()}"
-        for err in self.proc.stderr:
+        for err in self.proc.stderr if "--wal-dir" in cmd else ():
             if '"wal_recovered"' in err:
                 self.recovered = json.loads(err)
                 break
 
     def scrape(self) -> dict[str, float] | None:
         """Counts now, and remembered (a scrape that fails, as the process dies, counts nothing)."""
-        status, body = get(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5) if self.alive() else (0, b"")
-        if status != 200:
-            return None
-        s = samples(body.decode())
-        got = {"runs": total(s, "agenteval_trajectories_total"),
-               "duplicates": total(s, "agenteval_violations_total", rule="duplicate_write"),
-               "incomplete": total(s, "agenteval_trajectories_total", outcome="incomplete"),
-               "late": total(s, "agenteval_late_spans_total"),
-               "held": total(s, "agenteval_receiver_held_spans") + total(s, "agenteval_receiver_queue_spans")}
-        with self.lock:
+        with self.lock:  # not across a kill: a scrape of the old life is the old life's
+            try:
+                status, body = get(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5) if self.alive() else (0, b"")
+            except OSError:  # restarting: not listening yet
+                return None
+            if status != 200:
+                return None
+            s = samples(body.decode())
+            got = {"runs": total(s, "agenteval_trajectories_total"),
+                   "duplicates": total(s, "agenteval_violations_total", rule="duplicate_write"),
+                   "incomplete": total(s, "agenteval_trajectories_total", outcome="incomplete"),
+                   "late": total(s, "agenteval_late_spans_total"),
+                   "held": total(s, "agenteval_receiver_held_spans") + total(s, "agenteval_receiver_queue_spans")}
             self.last = {"runs": got["runs"], "duplicates": got["duplicates"]}
         return got
 
