@@ -42,6 +42,20 @@ def test_records_come_back_in_order_across_segments_once_synced(tmp_path):
     again.close()
 
 
+def test_an_append_is_acknowledged_with_its_group_at_most_one_sync_per_interval(tmp_path):
+    import time
+
+    log = Log(tmp_path, sync_s=0.3).start()
+    assert log.append(1, b"first").result(5) == OK  # after a quiet spell: synced at once
+    t0 = time.monotonic()
+    group = [log.append(1, b"next %d" % i) for i in range(20)]
+    assert not any(f.done() for f in group)  # not acknowledged before the sync that covers them
+    assert [f.result(5) for f in group] == [OK] * 20
+    assert time.monotonic() - t0 >= 0.2
+    assert log.stats["syncs"] == 2  # one sync for the whole group
+    log.close()
+
+
 def test_one_process_per_directory(tmp_path):
     log = Log(tmp_path)
     with pytest.raises(ConfigError, match="in use by another serve process"):
