@@ -68,9 +68,10 @@ def start_replica(wal: Path | None, grace: float, extra: tuple[str, ...] = ()) -
 
 
 def one_setup(replicas: int, wal: bool, template: list[Any], copies: int, rounds: int, threads: int,
-              work: Path) -> dict[str, Any]:
+              work: Path, wal_workers: int) -> dict[str, Any]:
+    # with the log a gRPC request waits for its group's sync: more handler threads share a sync
     servers = [start_replica(work / f"wal-{replicas}-{i}" if wal else None, 0.2,
-                             ("--grpc-workers", "4") if wal else ()) for i in range(replicas)]
+                             ("--grpc-workers", str(wal_workers)) if wal else ()) for i in range(replicas)]
     ports = {k: _free_port() for k in ("grpc", "http", "health", "metrics")}
     config = loopback_config(COMPOSE_CONFIG, [f"127.0.0.1:{info['grpc_port']}" for _, info in servers],
                              ports["grpc"], ports["http"], ports["health"], ports["metrics"])
@@ -156,6 +157,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=4, help="client threads (default %(default)s)")
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--replicas", default="1,2,3")
+    p.add_argument("--wal-grpc-workers", type=int, default=4, help="--grpc-workers with the log (default %(default)s)")
     p.add_argument("--recovery-runs", type=int, default=100_000, help="open runs for the recovery figure (0: skip)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
@@ -164,12 +166,13 @@ def main() -> None:
     template = requests_of(spans, args.batch)
     copies = max(1, args.spans // len(spans))
     out: dict[str, Any] = {"workload": args.workload, "spans_per_round": copies * len(spans),
-                           "wal_sync_s": ServeConfig().wal_sync_s, "setups": []}
+                           "wal_sync_s": ServeConfig().wal_sync_s, "wal_grpc_workers": args.wal_grpc_workers,
+                           "setups": []}
     with tempfile.TemporaryDirectory(prefix="agenteval-scaling-") as tmp:
         work = Path(tmp)
         for n in (int(x) for x in args.replicas.split(",")):
             for wal in (False, True):
-                got = one_setup(n, wal, template, copies, args.rounds, args.threads, work)
+                got = one_setup(n, wal, template, copies, args.rounds, args.threads, work, args.wal_grpc_workers)
                 out["setups"].append(got)
                 if not args.json:
                     print(f"{n} replica(s), WAL {'on ' if wal else 'off'}: {got['spans_per_s']:8.0f} spans/s, "
