@@ -77,7 +77,7 @@ class ServeConfig:
             raise bad("--loop", f"{self.loop!r} (one of {', '.join(LOOPS)})")
         if not 0 <= self.wal_sync_s <= 1:
             raise bad("--wal-sync", f"{self.wal_sync_s} (seconds, 0..1; 0 syncs each group at once)")
-        if self.wal_max_bytes < 2 * self.max_body_bytes:
+        if self.wal_dir is not None and self.wal_max_bytes < 2 * self.max_body_bytes:
             raise bad("--wal-max-bytes", f"{self.wal_max_bytes} (>= twice --max-body-bytes, {2 * self.max_body_bytes})")
         if self.wal_dir is not None and Path(self.wal_dir).exists() and not Path(self.wal_dir).is_dir():
             raise bad("--wal-dir", f"{self.wal_dir}: not a directory")
