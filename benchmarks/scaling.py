@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -132,21 +133,25 @@ def recovery(runs: int, work: Path) -> dict[str, Any]:
     spans = list(memory.get_finished_spans())
     bodies = [encode_spans(spans[i:i + 512]).SerializeToString() for i in range(0, len(spans), 512)]
     wal = work / "wal-recovery"
-    held = ("--max-held-spans", str(4 * runs), "--queue-spans", "200000", "--idle-timeout", "3600")
-    proc, info = start_replica(wal, 3000, held)
-    send_grpc(info["grpc_port"], bodies, 2)
+    limits = ("--max-held-spans", str(4 * runs), "--queue-spans", "200000", "--idle-timeout", "3600")
+    proc, info = start_replica(wal, 3000, limits)
+    send_grpc(info["grpc_port"], bodies, 2, "gzip")  # as the Collector sends: logged gzipped
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     log_bytes = sum(p.stat().st_size for p in wal.iterdir() if p.name.isdigit())
     t0 = time.perf_counter()
-    proc, info = start_replica(wal, 3000, held)
+    proc, info = start_replica(wal, 3000, limits)
     listening = time.perf_counter() - t0
     with open(f"/proc/{proc.pid}/status") as f:
         rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    with urllib.request.urlopen(f"http://127.0.0.1:{info['metrics_port']}/metrics", timeout=30) as r:
+        text = r.read().decode()
+    held = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith("agenteval_receiver_held_traces ")]
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     return {"open_runs": runs, "spans": len(spans), "log_bytes": log_bytes,
-            "restart_to_listening_s": round(listening, 2), "rss_bytes_after": rss}
+            "restart_to_listening_s": round(listening, 2), "rss_bytes_after": rss, "held_traces_after": held[0]}
 
 
 def main() -> None:
@@ -170,7 +175,7 @@ def main() -> None:
                            "setups": []}
     with tempfile.TemporaryDirectory(prefix="agenteval-scaling-") as tmp:
         work = Path(tmp)
-        for n in (int(x) for x in args.replicas.split(",")):
+        for n in (int(x) for x in args.replicas.split(",") if x):
             for wal in (False, True):
                 got = one_setup(n, wal, template, copies, args.rounds, args.threads, work, args.wal_grpc_workers)
                 out["setups"].append(got)
