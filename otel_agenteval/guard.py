@@ -102,7 +102,7 @@ class Guard:
     @property
     def in_flight(self) -> int:
         """Allowed calls still running (their confirmations and writes promised to them)."""
-        return len(self._holds)
+        return self._holds.live()
 
     # --- deciding ---------------------------------------------------------------------------------
     def _plan(self, tool: str) -> GuardPlan:

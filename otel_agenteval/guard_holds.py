@@ -109,8 +109,11 @@ class Holds:
             key = next(iter(self._by_run))
             self.dropped += len(self._by_run.pop(key))
 
-    def __len__(self) -> int:
-        return sum(len(v) for v in self._by_run.values())
+    def live(self) -> int:
+        """Promises of calls still running (those of calls that are over are dropped first)."""
+        with self._lock:
+            self._sweep()
+            return sum(len(v) for v in self._by_run.values())
 
 
 def _free(conf: Confirmation, t: Trajectory, promise: Hold) -> bool:
