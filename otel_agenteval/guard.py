@@ -76,6 +76,8 @@ class Guard:
         self._disabled = dispatch.disabled
         self._confirming = frozenset(n for n, t in policy.tools.items()
                                      if t.requires_confirmation or t.destructive) | policy.write_tools
+        if not _DEFAULT:
+            _DEFAULT.append(self)
 
     # --- the front door ---------------------------------------------------------------------------
     def check(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
@@ -232,6 +234,16 @@ class Guard:
         return decision
 
 
+_DEFAULT: list[Guard] = []  # the first guard a processor built: what @guarded uses unless told
+
+
+def default_guard() -> Guard:
+    """The first guard built by :meth:`TrajectoryProcessor.guard` in this process."""
+    if not _DEFAULT:
+        raise RuntimeError("no guard yet: build one with TrajectoryProcessor(...).guard(), or pass guard=")
+    return _DEFAULT[0]
+
+
 def _is_tool_span(span: Any) -> bool:
     """Whether the active span is a tool call's own span (so the decision goes on it)."""
     attrs = getattr(span, "attributes", None)
@@ -240,4 +252,4 @@ def _is_tool_span(span: Any) -> bool:
     return bool(attrs.get(sc.OPERATION_NAME) == sc.OP_EXECUTE_TOOL or attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL)
 
 
-__all__ = ["ActionBlocked", "Decision", "Guard", "GuardPlan"]
+__all__ = ["ActionBlocked", "Decision", "Guard", "GuardPlan", "default_guard"]

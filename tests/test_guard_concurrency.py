@@ -74,7 +74,7 @@ def test_threads(make_processor: Make) -> None:
                 t.join()
             raced[i] = sorted(out)
             h.end(root, 30)
-        except BaseException as exc:  # surfaced below, with the conversation
+        except BaseException as exc:  # noqa: BLE001 - surfaced below, with the conversation
             errors.append(exc)
 
     workers = [threading.Thread(target=one, args=(i,)) for i in range(N)]
