@@ -94,6 +94,17 @@ class Guard:
             self._record(span, decision, run, t)
         return decision
 
+    def peek(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
+        """The decision :meth:`check` would give now, with nothing promised, recorded or counted
+        (to ask whether a call will need the user's approval before asking for it)."""
+        plan = self._plan(tool)
+        span = trace.get_current_span(context)
+        try:
+            return self._decide(tool, arguments, span, plan, promise=False)[0]
+        except Exception:  # noqa: BLE001 - as check() would: the policy's way to fail
+            return Decision(tool, not plan.fail_closed or plan.mode == "observe", plan.fail_closed, plan.mode,
+                            GUARD_ERROR if plan.fail_closed else None, error=True)
+
     def enforce(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
         """:meth:`check`, raising :class:`ActionBlocked` when the call must not run."""
         decision = self.check(tool, arguments, context=context)
@@ -122,7 +133,8 @@ class Guard:
             self._plans[tool] = plan
         return plan
 
-    def _decide(self, tool: str, arguments: Any, span: Any, plan: GuardPlan) -> tuple[Decision, Run | None, Trajectory]:
+    def _decide(self, tool: str, arguments: Any, span: Any, plan: GuardPlan,
+                promise: bool = True) -> tuple[Decision, Run | None, Trajectory]:
         ctx = span.get_span_context()
         sid: int = ctx.span_id
         run = self._routes.get(sid) if sid else None
@@ -137,10 +149,10 @@ class Guard:
             found = self._run(step, Check(t, self._policy, self._policy.budget_for(t.agent_name), preview),
                               plan, in_flight)
             decision = self._decision(tool, plan, found)
-            if run is None or not decision.allowed or not (plan.write or preview.confirmation is not None):
+            if not promise or run is None or not decision.allowed or not (plan.write or preview.confirmation is not None):
                 return decision, run, t
-            promise = Hold(sid if bound else 0, step.call_key, bound)
-            if self._holds.take(run, t, promise, plan.write, preview.confirmation):
+            if self._holds.take(run, t, Hold(sid if bound else 0, step.call_key, bound), plan.write,
+                                preview.confirmation):
                 return decision, run, t
         raise RuntimeError("guard: the state kept changing under the check")
 
