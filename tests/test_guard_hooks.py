@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from guard_support import GUARD_POLICY
-from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor

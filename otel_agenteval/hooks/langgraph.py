@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
-from opentelemetry import trace
-from opentelemetry.context import Context
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
+from opentelemetry import trace
+from opentelemetry.context import Context
 
 from ..decision import ActionBlocked, Decision
 from ..guard import Guard
