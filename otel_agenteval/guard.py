@@ -91,7 +91,7 @@ class Guard:
         except Exception:  # noqa: BLE001 - a broken rule or state: the policy says which way to fail
             return self._failed(tool, plan, span)
         if decision.would_block or plan.write:
-            self._record(span, decision, run, t)
+            self._record(span, decision, run is not None and _is_tool_span(span), t)
         return decision
 
     def peek(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
@@ -212,7 +212,7 @@ class Guard:
         return t
 
     # --- recording and counting -------------------------------------------------------------------
-    def _record(self, span: Any, decision: Decision, run: Run | None, t: Trajectory) -> None:
+    def _record(self, span: Any, decision: Decision, on_tool_span: bool, t: Trajectory) -> None:
         """The decision on the tool span (its status then tells the outcome); a stopped call with no
         tool span open gets a span of its own. Counted either way."""
         label = "allowed" if not decision.would_block else ("blocked" if not decision.allowed else "would_block")
@@ -221,14 +221,14 @@ class Guard:
             attrs[sc.AE_GUARD_RULE] = decision.rule or GUARD_ERROR
             if not decision.allowed:
                 attrs[sc.AE_BLOCKED] = True
-        if run is not None and _is_tool_span(span):
+        if on_tool_span:
             span.set_attributes(attrs)
         elif decision.would_block:
             attrs[sc.TOOL_NAME] = decision.tool
             self._tracer.start_span(sc.AE_GUARD_SPAN, context=trace.set_span_in_context(span),
                                     attributes=attrs).end()
         if decision.would_block:
-            self._metrics.stopped(t.service_name if run is not None else "unknown", t.agent_name,
+            self._metrics.stopped(t.service_name, t.agent_name,
                                   decision.rule or GUARD_ERROR, decision.tool, not decision.allowed)
 
     def _failed(self, tool: str, plan: GuardPlan, span: Any) -> Decision:
@@ -240,7 +240,7 @@ class Guard:
                             f"the guard could not decide on {tool} (internal error); it fails closed", error=True)
         try:
             run = self._routes.get(span.get_span_context().span_id)
-            self._record(span, decision, run, self._view(run, 0))
+            self._record(span, decision, run is not None and _is_tool_span(span), self._view(run, 0))
         except Exception:  # noqa: BLE001 - recording is best effort here: the decision stands
             pass
         return decision
