@@ -91,7 +91,10 @@ class Guard:
         except Exception:  # noqa: BLE001 - a broken rule or state: the policy says which way to fail
             return self._failed(tool, plan, span)
         if decision.would_block or plan.write:
-            self._record(span, decision, run is not None and _is_tool_span(span), t)
+            try:
+                self._record(span, decision, run is not None and _is_tool_span(span), t)
+            except Exception:  # noqa: BLE001 - the decision stands; the failure to record it is counted
+                self._metrics.errors.labels("record").inc()
         return decision
 
     def peek(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
@@ -215,21 +218,22 @@ class Guard:
     def _record(self, span: Any, decision: Decision, on_tool_span: bool, t: Trajectory) -> None:
         """The decision on the tool span (its status then tells the outcome); a stopped call with no
         tool span open gets a span of its own. Counted either way."""
-        label = "allowed" if not decision.would_block else ("blocked" if not decision.allowed else "would_block")
-        attrs: dict[str, Any] = {sc.AE_GUARD_DECISION: label}
-        if decision.would_block:
-            attrs[sc.AE_GUARD_RULE] = decision.rule or GUARD_ERROR
-            if not decision.allowed:
-                attrs[sc.AE_BLOCKED] = True
+        if not decision.would_block:
+            if on_tool_span:
+                span.set_attribute(sc.AE_GUARD_DECISION, "allowed")
+            return
+        attrs: dict[str, Any] = {sc.AE_GUARD_DECISION: "blocked" if not decision.allowed else "would_block"}
+        attrs[sc.AE_GUARD_RULE] = decision.rule or GUARD_ERROR
+        if not decision.allowed:
+            attrs[sc.AE_BLOCKED] = True
         if on_tool_span:
             span.set_attributes(attrs)
-        elif decision.would_block:
+        else:
             attrs[sc.TOOL_NAME] = decision.tool
             self._tracer.start_span(sc.AE_GUARD_SPAN, context=trace.set_span_in_context(span),
                                     attributes=attrs).end()
-        if decision.would_block:
-            self._metrics.stopped(t.service_name, t.agent_name,
-                                  decision.rule or GUARD_ERROR, decision.tool, not decision.allowed)
+        self._metrics.stopped(t.service_name, t.agent_name, decision.rule or GUARD_ERROR, decision.tool,
+                              not decision.allowed)
 
     def _failed(self, tool: str, plan: GuardPlan, span: Any) -> Decision:
         closed = plan.fail_closed

@@ -292,7 +292,8 @@ class GuardMetrics:
         self.would_block = Counter("agenteval_guard_would_block",
                                    "Tool calls the guard would have stopped, let run (mode: observe).",
                                    labels, registry=registry)
-        self.errors = Counter("agenteval_guard_errors", "Guard decisions it could not make, by fail closed|open.",
+        self.errors = Counter("agenteval_guard_errors",
+                              "Guard decisions it could not make, by fail closed|open (record: made, not recorded).",
                               ("fail",), registry=registry)
         for fail in ("closed", "open"):
             self.errors.labels(fail)

@@ -38,7 +38,8 @@ def ordering_violation(event: Event, check: Check) -> list[Violation] | None:
     tp = check.policy.tools.get(event.tool)
     if tp is None or not tp.requires_before:
         return None
-    missing = [r for r in tp.requires_before if not _succeeded_before(check, r, event.start_ns)]
+    steps, start = check.trajectory.steps, event.start_ns
+    missing = [r for r in tp.requires_before if not any(s.tool == r and s.ok and s.end_ns <= start for s in steps)]
     if not missing:
         return None
     return [check.violation("ordering_violation", "critical",
