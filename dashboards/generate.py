@@ -211,10 +211,11 @@ def overview() -> dash.Dashboard:
          .with_panel(ts("Blocked tool calls/s",
                         "Tool calls the guard stopped before they ran, by rule and tool (not violations: they did "
                         "not happen); and, in mode observe, the calls it would have stopped.", "short",
-                        q(f"sum by (rule, tool, agent_name) (rate(agenteval_blocked_actions_total{_sel()}[{RI}]))",
-                          "blocked {{rule}} {{tool}} · {{agent_name}}", "A"),
-                        q(f"sum by (rule, tool, agent_name) (rate(agenteval_guard_would_block_total{_sel()}[{RI}]))",
-                          "would block {{rule}} {{tool}} · {{agent_name}}", "B"), w=24, h=7)))
+                        q(f'sum by (decision, rule, tool, agent_name) ('
+                          f'label_replace(rate(agenteval_blocked_actions_total{_sel()}[{RI}]), "decision", "blocked", "", "")'
+                          f' or label_replace(rate(agenteval_guard_would_block_total{_sel()}[{RI}]), "decision", '
+                          f'"would block", "", ""))', "{{decision}} {{rule}} {{tool}} · {{agent_name}}"),
+                        w=24, h=7)))
 
     # --- tools ----------------------------------------------------------------------------------------
     calls = "agenteval_tool_calls_total"
