@@ -5,7 +5,9 @@ Not a test: prints figures (see benchmarks/README.md, "guard_latency.py").
 State: each conversation is an open agent run with 30 earlier tool calls (5 of them writes, 2 of
 them confirmation tools that said yes), 6 model calls, and a budget, a price table, scope,
 ordering and forbidden_if rules in the policy, so every built-in guard rule has work. The checked
-call runs inside its own open tool span, as the hooks call it.
+call runs inside its own open tool span, as the hooks call it. Wall-clock percentiles per call
+(perf_counter) and the CPU time per call over the batch (thread_time: what a busy box's
+preemption leaves out); the hook's cost in CPU time, median of paired runs.
 
 Cases: ``confirmed_write`` (a refund its confirmation covers: allowed, the confirmation promised),
 ``duplicate_write`` (blocked: recorded on the span, counted), ``read`` (an in-scope read).
@@ -107,7 +109,10 @@ def measure(case: str, conversations: int, calls: int, warmup: int) -> dict[str,
     clock = time.perf_counter_ns
     check = guard.check
     k = len(contexts)
+    cpu0 = 0
     for i in range(warmup + calls):
+        if i == warmup:
+            cpu0 = time.thread_time_ns()
         j = i % k
         ctx, a = contexts[j], arguments[j]
         t0 = clock()
@@ -115,6 +120,7 @@ def measure(case: str, conversations: int, calls: int, warmup: int) -> dict[str,
         t1 = clock()
         if i >= warmup:
             times.append(t1 - t0)
+    cpu_us = (time.thread_time_ns() - cpu0) / calls / 1000  # CPU time: what preemption on a busy box leaves out
     for s in spans:
         s.end()
     for r in roots:
@@ -126,7 +132,7 @@ def measure(case: str, conversations: int, calls: int, warmup: int) -> dict[str,
         return times[min(len(times) - 1, int(p / 100 * len(times)))] / 1000
 
     return {"case": case, "conversations": conversations, "calls": calls, "p50_us": pct(50), "p95_us": pct(95),
-            "p99_us": pct(99), "mean_us": statistics.fmean(times) / 1000}
+            "p99_us": pct(99), "mean_us": statistics.fmean(times) / 1000, "cpu_us_per_call": cpu_us}
 
 
 def hook_cost(runs: int, calls_per_run: int) -> dict[str, Any]:
@@ -165,14 +171,16 @@ def hook_cost(runs: int, calls_per_run: int) -> dict[str, Any]:
     per: dict[str, list[float]] = {name: [] for name in arms}
     for r in range(runs + 5):
         for name in (("plain", "guarded") if r % 2 else ("guarded", "plain")):
-            t0 = time.perf_counter_ns()
+            t0 = time.thread_time_ns()  # CPU time of this thread (the run's event loop): preemption left out
             asyncio.run(arms[name].run("go", conversation_id=f"{name}-{r}"))
             if r >= 5:
-                per[name].append((time.perf_counter_ns() - t0) / calls_per_run / 1000)
+                per[name].append((time.thread_time_ns() - t0) / calls_per_run / 1000)
     provider.shutdown()
     plain, guarded = statistics.median(per["plain"]), statistics.median(per["guarded"])
+    paired = sorted(g - p for p, g in zip(per["plain"], per["guarded"]))
     return {"case": "pydantic-ai hook", "runs": runs, "calls_per_run": calls_per_run,
-            "per_call_us_plain": plain, "per_call_us_guarded": guarded, "hook_us_per_call": guarded - plain}
+            "per_call_us_plain": plain, "per_call_us_guarded": guarded, "hook_us_per_call": guarded - plain,
+            "hook_us_paired_iqr": (paired[len(paired) // 4], paired[3 * len(paired) // 4])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,8 +202,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row['case']:16} conversations={row['conversations']:5}  p50 {row['p50_us']:6.1f} us  "
                   f"p95 {row['p95_us']:6.1f} us  p99 {row['p99_us']:6.1f} us  mean {row['mean_us']:6.1f} us")
         else:
-            print(f"{row['case']:16} per tool call: plain {row['per_call_us_plain']:.0f} us, guarded "
-                  f"{row['per_call_us_guarded']:.0f} us, hook +{row['hook_us_per_call']:.1f} us")
+            lo, hi = row["hook_us_paired_iqr"]
+            print(f"{row['case']:16} CPU per tool call: plain {row['per_call_us_plain']:.0f} us, guarded "
+                  f"{row['per_call_us_guarded']:.0f} us, hook {row['hook_us_per_call']:+.1f} us "
+                  f"(paired rounds IQR {lo:+.1f} .. {hi:+.1f} us)")
     return 0
 
 
