@@ -151,10 +151,10 @@ def hook_cost(runs: int, calls_per_run: int) -> dict[str, Any]:
     guard = processor.guard(tracer_provider=provider)
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        n = sum(1 for m in messages if isinstance(m, ModelResponse))
-        if n >= calls_per_run:
+        if any(isinstance(m, ModelResponse) for m in messages):
             return ModelResponse(parts=[TextPart("done")])
-        return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": f"o-{n}"}, tool_call_id=f"c{n}")])
+        return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": f"o-{i}"}, tool_call_id=f"c{i}")
+                                    for i in range(calls_per_run)])  # one turn of parallel calls
 
     def agent(guarded: bool) -> Agent[None, str]:
         a = Agent(FunctionModel(model, model_name="gpt-4o"), name="support",
@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row))
         elif "p50_us" in row:
             print(f"{row['case']:16} conversations={row['conversations']:5}  p50 {row['p50_us']:6.1f} us  "
-                  f"p95 {row['p95_us']:6.1f} us  p99 {row['p99_us']:6.1f} us  mean {row['mean_us']:6.1f} us")
+                  f"p95 {row['p95_us']:6.1f} us  p99 {row['p99_us']:6.1f} us  mean {row['mean_us']:6.1f} us  "
+                  f"cpu {row['cpu_us_per_call']:5.1f} us/call")
         else:
             lo, hi = row["hook_us_paired_iqr"]
             print(f"{row['case']:16} CPU per tool call: plain {row['per_call_us_plain']:.0f} us, guarded "
