@@ -249,3 +249,26 @@ def test_no_span_open_gets_a_guard_span_of_its_own(make_processor: Make) -> None
             for s in spans] == [("agenteval.guard", True, "write_without_confirmation")]
     assert h.value("agenteval_blocked_actions_total", service_name="unknown", agent_name="unknown",
                    rule="write_without_confirmation", tool="issue_refund") == 1
+
+
+def test_asking_changes_nothing_the_processor_keeps(make_processor: Make) -> None:
+    """The rules asked in preview leave the run as they found it: no budget marked fired, no
+    repeat counted, no confirmation used (only a promise, which a blocked call never gets)."""
+    h = make_processor(GUARD_POLICY + "  analyst: {budget: {max_steps: 1, max_repeats: 1}}\n")
+    guard = h.processor.guard()
+    root = h.agent("analyst", at=0, conv="conv-9")
+    h.tool(root, "ask_user_confirmation", {"tool": "issue_refund", "amount": 25}, at=1, result='{"confirmed": true}')
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=2)
+    run = h.processor.engine._routes[root.context.span_id]
+    t = run.traj
+    assert t is not None
+    before = (set(t.budgets_fired), dict(t.extra.get("repeats", {})), [c.used for c in t.extra["confirmations"]])
+    with trace.use_span(root, end_on_exit=False):
+        for _ in range(3):
+            assert guard.peek("lookup_order", {"order_id": "1"}).rule == "budget_breach"
+            assert guard.check("lookup_order", {"order_id": "1"}).rule == "budget_breach"
+            assert guard.check("issue_refund", REFUND_A).rule == "budget_breach"
+    assert (set(t.budgets_fired), dict(t.extra.get("repeats", {})),
+            [c.used for c in t.extra["confirmations"]]) == before
+    assert [c.held for c in t.extra["confirmations"]] == [None]
+    h.end(root, 3)
