@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
+from .guard_policy import GuardPolicy
 from .policy_sections import (
     DEFAULT_AFFIRM,
     DEFAULT_DENY,
@@ -71,6 +72,7 @@ class Policy(BaseModel):
     severity: dict[str, Severity] = {}
     rules: dict[str, bool] = {}
     custom_rules: list[str] = []  # "module:attr", each a rule callable
+    guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard.py)
 
     @field_validator("custom_rules")
     @classmethod
