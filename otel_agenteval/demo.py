@@ -14,6 +14,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from .cli_errors import exit_code, non_negative, seconds
 from .policy import Policy, PolicyError
 from .processor import TrajectoryProcessor
 from .summary import RunSummary
@@ -28,9 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=9464, help="port for /metrics (default 9464)")
     p.add_argument("--addr", default="127.0.0.1", help="address for /metrics (default 127.0.0.1)")
     p.add_argument("--no-serve", action="store_true", help="do not serve /metrics")
-    p.add_argument("--rate", type=float, default=0.0, help="runs per second (default 0: as fast as possible)")
+    p.add_argument("--rate", type=non_negative, default=0.0, help="runs per second (default 0: as fast as possible)")
     p.add_argument("--forever", action="store_true", help="keep running until stopped (SIGINT/SIGTERM)")
-    p.add_argument("--linger", type=float, default=0.0, help="keep serving /metrics this many seconds at the end")
+    p.add_argument("--linger", type=seconds, default=0.0, help="keep serving /metrics this many seconds at the end")
     p.add_argument("--service-name", default="support-demo", help="resource service.name")
     p.add_argument("--format", choices=("table", "json"), default="table", help="summary format")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -48,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         policy = Policy.from_file(args.policy) if args.policy else Policy.from_dict(DEMO_POLICY, "built-in policy")
     except PolicyError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        return exit_code("demo", exc)
     _configure_logging(args.verbose)
     registry = CollectorRegistry()
     summary = RunSummary()

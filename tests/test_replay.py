@@ -184,7 +184,7 @@ def test_cli_empty_file(tmp_path: Path, policy_file: Path, capsys: Any) -> None:
     rejected = tmp_path / "rejected.jsonl"
     rejected.write_text("{not json\n{nor this\n")
     assert main(["replay", str(rejected), "--policy", str(policy_file)]) == 2
-    assert "(1 file, 1 line, 1 rejected)" in capsys.readouterr().err
+    assert "(1 file, 2 lines, 2 rejected)" in capsys.readouterr().err
 
 
 def test_cli_usage_errors(tmp_path: Path, policy_file: Path, capsys: Any) -> None:

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..policy import Policy, PolicyError
+from ..check_policy import load_policy
+from ..cli_errors import exit_code
+from ..policy import PolicyError
 from ..summary import RunSummary
 from ..violation import Violation
 from . import replay
@@ -41,10 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        policy = Policy.from_file(args.policy)
+        policy = load_policy(args.policy)
     except PolicyError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        return exit_code("replay", exc)
     paths = [Path(t) for t in args.traces]
     for p in paths:
         if str(p) != "-" and not p.is_file():

@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from . import wire
-from .counts import ReadCounts, gc_paused
+from .counts import InputError, ReadCounts, gc_paused
 from .native import native_spans
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _KIND, _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
@@ -181,10 +181,12 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
     prefix = _be32 if first == b"\x00" else _varint
     n = 0
     offset = 0
+    records = counts.records
     while True:
         try:
             got = prefix(f)
         except Bad as exc:
+            _first_bad(p, n, counts.records == records, str(exc))
             reject(f"{p}: record {n + 1} (byte {offset}): {exc}")
             return
         if got is None:
@@ -192,15 +194,43 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
         size, used = got
         n += 1
         counts.lines += 1
-        data = f.read(size)
+        data = _read(f, size)
         where = f"{p}: record {n} (byte {offset})"
         offset += used + size
         if len(data) < size:
+            _first_bad(p, n - 1, counts.records == records, f"a record of {size} bytes in a file that ends first")
             reject(f"{where}: file ends inside the record ({len(data)} of {size} bytes)")
             return
-        yield _message(data, where, counts, reject)
+        spans = _message(data, where, counts, lambda msg: _first_bad(p, n - 1, counts.records == records, msg)
+                         or reject(msg))
+        yield spans
         if on_progress is not None and not n & 63:
             on_progress(raw.tell())
+
+
+def _first_bad(p: Path, before: int, nothing_read: bool, why: str) -> None:
+    """The first record of a file is not OTLP: the file is not traces (one error, not a line per record)."""
+    if before == 0 and nothing_read:
+        raise InputError(f"{p}: not trace data: not OTLP JSON, and not OTLP protobuf either "
+                         f"(first record: {why.rpartition(': ')[2] or why})")
+
+
+_CHUNK = 16 << 20
+
+
+def _read(f: IO[bytes], size: int) -> bytes:
+    """``size`` bytes, or fewer at the end of the file; memory grows with what is there, not with
+    what a (corrupt) length prefix claims."""
+    if size <= _CHUNK:
+        return f.read(size)
+    parts = []
+    while size > 0:
+        part = f.read(min(size, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
 
 
 def _message(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str], None]) -> list[RecordedSpan]:

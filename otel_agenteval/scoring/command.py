@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..check_policy import load_policy
+from ..cli_errors import exit_code
 from ..policy import Policy, PolicyError
 from ..trajectory import Trajectory
 from ..violation import Violation
@@ -86,14 +88,13 @@ def run(args: argparse.Namespace) -> int:
         _err("--max-steps-factor must be 0 (no ceiling) or a positive number")
         return 2
     try:
-        policy = Policy.from_file(args.policy) if args.policy else Policy()
+        policy = load_policy(args.policy) if args.policy else Policy()
         # the policy's per-argument normalisers apply wherever a case names none
         by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
         cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
         mapping = load_mapping(args.mapping) if args.mapping else None
     except (CasesError, PolicyError, MappingError) as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        return exit_code("score", exc)
     if not args.policy and not args.quiet:
         _err("no --policy: no tool counts as a write, so duplicate writes are not checked")
     from ..demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
