@@ -14,8 +14,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from .cli_errors import exit_code, non_negative, seconds
-from .policy import Policy, PolicyError
+from .cli_errors import non_negative, seconds
+from .policy import Policy
 from .processor import TrajectoryProcessor
 from .summary import RunSummary
 
@@ -46,10 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if args.runs < 0 or args.rate < 0:
         print("demo: --runs and --rate must be >= 0", file=sys.stderr)
         return 2
-    try:
-        policy = Policy.from_file(args.policy) if args.policy else Policy.from_dict(DEMO_POLICY, "built-in policy")
-    except PolicyError as exc:
-        return exit_code("demo", exc)
+    # a bad policy raises PolicyError: exit 2, one line a problem (cli_errors)
+    policy = Policy.from_file(args.policy) if args.policy else Policy.from_dict(DEMO_POLICY, "built-in policy")
     _configure_logging(args.verbose)
     registry = CollectorRegistry()
     summary = RunSummary()

@@ -94,8 +94,7 @@ def _config(args: argparse.Namespace) -> ServeConfig:
 
 def run(args: argparse.Namespace) -> int:
     from ..check_policy import load_policy
-    from ..cli_errors import exit_code
-    from ..policy import Policy, PolicyError
+    from ..policy import Policy
     from .compression import inflaters
 
     try:
@@ -108,16 +107,9 @@ def run(args: argparse.Namespace) -> int:
     from ..logs import json_to_stderr
 
     json_to_stderr(logging.WARNING)  # violations and errors: JSON lines on stderr; stdout has the 'listening' line only
-    try:
-        if args.shutdown_delay < 0 or args.drain_timeout <= 0:
-            raise ConfigError("invalid --shutdown-delay/--drain-timeout: seconds, >= 0 and > 0")
-        config = _config(args)
-        policy = load_policy(args.policy) if args.policy else Policy()
-    except (ConfigError, PolicyError) as exc:
-        return exit_code("serve", exc)
-    except OSError as exc:
-        print(f"otel-agenteval serve: {args.policy}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    # a bad setting or policy raises (ConfigError, PolicyError): exit 2, one line a problem (cli_errors)
+    config = _config(args)
+    policy = load_policy(args.policy) if args.policy else Policy()
     outcomes: dict[str, int] = {}
 
     def tally(t: Any) -> None:

@@ -201,9 +201,13 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
             _first_bad(p, n - 1, counts.records == records, f"a record of {size} bytes in a file that ends first")
             reject(f"{where}: file ends inside the record ({len(data)} of {size} bytes)")
             return
-        spans = _message(data, where, counts, lambda msg: _first_bad(p, n - 1, counts.records == records, msg)
-                         or reject(msg))
-        yield spans
+        first = n == 1 and counts.records == records
+
+        def bad(msg: str, first: bool = first) -> None:
+            _first_bad(p, 0 if first else 1, first, msg)
+            reject(msg)
+
+        yield _message(data, where, counts, bad)
         if on_progress is not None and not n & 63:
             on_progress(raw.tell())
 

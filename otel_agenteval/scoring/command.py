@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from ..check_policy import load_policy
-from ..cli_errors import exit_code
-from ..policy import Policy, PolicyError
+from ..policy import Policy
 from ..trajectory import Trajectory
 from ..violation import Violation
 from . import compare, formats, report
-from .bind import MappingError, case_id_of, load_mapping
-from .cases import DEFAULT_STEPS_FACTOR, ORDERS, CasesError, ResolvedCase, load_cases
+from .bind import case_id_of, load_mapping
+from .cases import DEFAULT_STEPS_FACTOR, ORDERS, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
 from .score import score_run
 from .store import RunStore
@@ -87,14 +86,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.max_steps_factor >= 0 or args.max_steps_factor == float("inf"):
         _err("--max-steps-factor must be 0 (no ceiling) or a positive number")
         return 2
-    try:
-        policy = load_policy(args.policy) if args.policy else Policy()
-        # the policy's per-argument normalisers apply wherever a case names none
-        by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
-        cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
-        mapping = load_mapping(args.mapping) if args.mapping else None
-    except (CasesError, PolicyError, MappingError) as exc:
-        return exit_code("score", exc)
+    # a bad file raises (CasesError, PolicyError, MappingError): exit 2, one line a problem (cli_errors)
+    policy = load_policy(args.policy) if args.policy else Policy()
+    # the policy's per-argument normalisers apply wherever a case names none
+    by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
+    cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
+    mapping = load_mapping(args.mapping) if args.mapping else None
     if not args.policy and not args.quiet:
         _err("no --policy: no tool counts as a write, so duplicate writes are not checked")
     from ..demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
