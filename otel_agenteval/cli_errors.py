@@ -48,7 +48,7 @@ def error_lines(exc: BaseException) -> list[str]:
     if isinstance(exc, UsageError):
         return exc.lines
     if isinstance(exc, ConfigError):
-        return [f"{exc.source}: {e}" for e in exc.errors] or [f"{exc.source}: {exc.what}"]
+        return [f"{exc.source}: {exc.what}: {e}" for e in exc.errors] or [f"{exc.source}: {exc.what}"]
     return [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
 
 

@@ -284,7 +284,7 @@ def test_input_errors_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixtu
     assert "case refund-damaged: no run named this case" in err
     traces.write_text("{not json\n{}\n")
     code, out, err = score(capsys, traces, "--cases", files["cases"])
-    assert code == 2 and "no span could be read from the input (1 file, 1 line, 1 rejected)" in err
+    assert code == 2 and "no span could be read from the input (1 file, 2 lines, 1 rejected)" in err
 
 
 def test_mapping_file_forms_and_errors(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
