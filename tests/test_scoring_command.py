@@ -60,11 +60,11 @@ def test_worked_example_from_an_otlp_json_file(files: dict[str, Path], capsys: p
     assert doc["summary"]["input"]["rejected"] == 0
     assert "88120" not in json.dumps(run["steps"])  # argument values only with --show-arguments
 
-    code, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"])
+    code, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "-v")
     assert code == 1
     assert "   6  create_claim              DUPLICATE WRITE" in out
     assert "   7  final answer" in out
-    _, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "--show-arguments")
+    _, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "--show-arguments", "-v")
     assert "   3  get_policy(topic='returns')                       wrong argument (wrong: topic)" in out
     assert "   6  create_claim(order_id='88120', reason='damaged')  DUPLICATE WRITE" in out
 

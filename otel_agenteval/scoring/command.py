@@ -13,7 +13,7 @@ from ..check_policy import load_policy
 from ..policy import Policy
 from ..trajectory import Trajectory
 from ..violation import Violation
-from . import compare, formats, report
+from . import compare, formats, overview, report
 from .bind import case_id_of, load_mapping
 from .cases import DEFAULT_STEPS_FACTOR, ORDERS, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no span in the input, or a case no run names, is not an error (exit 0)")
     p.add_argument("--mapping", help="trace id -> case id file, for runs without a case attribute")
     p.add_argument("--format", choices=("table", "json", "markdown", "junit", "html"), default="table",
-                   help="output format (default table); html: one self-contained page, to --output")
+                   help="output format (default table: a one-screen summary; -v: every run); html: one "
+                        "self-contained page")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--k", type=int, default=1, help="k for the gate's pass^k (default 1)")
     p.add_argument("--threshold", type=float, default=1.0,
@@ -69,7 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-steps", action="store_true", help="table: a step table for passing runs too")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
     p.add_argument("--quiet", "-q", action="store_true", help="no rejected-line messages or warnings")
-    p.add_argument("--verbose", "-v", action="store_true", help="also log each violation to stderr as found")
+    p.add_argument("--verbose", "-v", action="count", default=0,
+                   help="table: every run with its reasons and step table (-vv: also log each violation to stderr)")
 
 
 def _err(msg: str) -> None:
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         _err("no --policy: no tool counts as a write, so duplicate writes are not checked")
     from ..demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
 
-    _configure_logging(args.verbose)
+    _configure_logging(args.verbose > 1)
     groups = [list(args.traces)] + ([list(args.compare)] if args.compare else [])
     for p in (Path(x) for g in groups for x in g):
         if not p.is_file():
@@ -154,8 +156,12 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
         formats.write_markdown(doc, out)
     elif args.format == "junit":
         out.write(formats.to_junit(doc) + "\n")
-    else:
+    elif args.verbose or args.all_steps:
         report.write_table(doc, out, all_steps=args.all_steps)
+        if cmp is not None:
+            out.write("\n" + compare.to_table(cmp) + "\n")
+    else:
+        overview.write_overview(doc, out)
         if cmp is not None:
             out.write("\n" + compare.to_table(cmp) + "\n")
 
@@ -219,7 +225,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"rejected: {msg}")
 
     try:
-        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
+        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose > 1,
                      on_trajectory=[finished], on_violation=[found],
                      on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:

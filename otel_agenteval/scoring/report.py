@@ -43,6 +43,15 @@ class Runs:
             else:
                 yield run_json(run.to_dict(self._show)).decode()
 
+    def records(self) -> Sequence[Any]:
+        """The scored runs as kept (small records: verdict and numbers, no step table)."""
+        return self._runs
+
+    def detail(self, run: Any) -> dict[str, Any]:
+        """One of :meth:`records` as a dict, with its reasons and step table."""
+        value: dict[str, Any] = run.to_dict(self._show)
+        return value
+
     def __len__(self) -> int:
         return len(self._runs)
 
