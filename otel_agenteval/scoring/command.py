@@ -124,13 +124,20 @@ def run(args: argparse.Namespace) -> int:
                 _err(f"{args.output}: cannot write: {exc.strerror or exc}")
                 return 2
             if not args.quiet:
-                _err(f"report written to {args.output}")
+                _err(f"report written to {args.output}; {_verdict(docs[0])}")
         else:
             _write(args, labels, docs, sys.stdout)
+            if args.format != "table" and not args.quiet:  # the page went to stdout: the verdict to a person
+                _err(_verdict(docs[0]))
     finally:
         for store in stores:
             store.close()
     return 1 if docs[0]["summary"]["gate"]["failed"] else 0
+
+
+def _verdict(doc: dict[str, Any]) -> str:
+    gate = doc["summary"]["gate"]
+    return f"verdict: {'FAILED (exit 1)' if gate['failed'] else 'passed (exit 0)'}; {report.gate_line(gate)}"
 
 
 def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any]], out: Any) -> None:
