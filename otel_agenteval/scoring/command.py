@@ -156,7 +156,7 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
     if args.format == "html":
         from .html import labels_title, write_html
 
-        write_html(doc, out, cmp, title=labels_title(labels))
+        write_html(doc, out, cmp, title=labels_title(labels), candidates=list(zip(labels, docs)))
     elif args.format == "json":
         report.write_json(doc, out)
     elif args.format == "markdown":
