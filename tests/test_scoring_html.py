@@ -297,8 +297,8 @@ def test_compare_is_side_by_side_with_differences_highlighted(browser: Any, file
     plot = files["dir"] / "plane.png"
     docs = []
     for traces in (files["a"], files["b"]):
-        code = main(["score", str(traces), "--cases", str(files["cases"]), "--policy", str(files["policy"]),
-                     "--format", "json", "-q"])
+        main(["score", str(traces), "--cases", str(files["cases"]), "--policy", str(files["policy"]),
+              "--format", "json", "-q"])
         docs.append(json.loads(capsys.readouterr().out))
     _score(files, capsys, "html", "--output", str(report), "--compare", str(files["b"]), "--labels", "big,small",
            "--plot", str(plot))
