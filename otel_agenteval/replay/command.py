@@ -121,8 +121,12 @@ def _violation_line(v: Violation) -> str:
 
 
 def _input_line(c: dict[str, int], extra: dict[str, int]) -> str:
-    parts = [f"{c['files']} files", f"{c['lines']} lines", f"{c['spans']} spans", f"{extra['trajectories']} trajectories",
-             f"{c['rejected']} rejected", f"{extra['late_spans']} late spans"]
+    def n(count: int, one: str, many: str) -> str:
+        return f"{count} {one if count == 1 else many}"
+
+    parts = [n(c["files"], "file", "files"), n(c["lines"], "line", "lines"), n(c["spans"], "span", "spans"),
+             n(extra["trajectories"], "trajectory", "trajectories"), f"{c['rejected']} rejected",
+             n(extra["late_spans"], "late span", "late spans")]
     if extra["evicted"]:
         parts.append(f"{extra['evicted']} evicted early")
     if extra["unfinished"]:

@@ -160,7 +160,7 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         out: list[str] = []
         gate = case["gate"]
         status = "FAILED" if gate["failed"] else "ok"
-        out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
+        out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed or warned  "
                    f"pass^k {_curve(case['pass_hat_k'])}  [{status}]")
         if case["runs"]:
             out.append(f"  {_efficiency(case['efficiency'])}")
