@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the build, and exit")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks (errors are one line otherwise)")
-    debug = argparse.ArgumentParser(add_help=False)
+    debug = _Parser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show Python tracebacks (errors are one line otherwise)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
