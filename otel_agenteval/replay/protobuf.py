@@ -201,10 +201,8 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
             _first_bad(p, n - 1, counts.records == records, f"a record of {size} bytes in a file that ends first")
             reject(f"{where}: file ends inside the record ({len(data)} of {size} bytes)")
             return
-        first = n == 1 and counts.records == records
-
-        def bad(msg: str, first: bool = first) -> None:
-            _first_bad(p, 0 if first else 1, first, msg)
+        def bad(msg: str, first: bool = n == 1) -> None:
+            _first_bad(p, 0 if first else 1, counts.records == records, msg)  # a bad span of a read record: no
             reject(msg)
 
         yield _message(data, where, counts, bad)
