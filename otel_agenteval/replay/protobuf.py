@@ -7,6 +7,7 @@ length-delimited stream (protobuf's ``writeDelimitedTo``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -201,11 +202,7 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
             _first_bad(p, n - 1, counts.records == records, f"a record of {size} bytes in a file that ends first")
             reject(f"{where}: file ends inside the record ({len(data)} of {size} bytes)")
             return
-        def bad(msg: str, first: bool = n == 1) -> None:
-            _first_bad(p, 0 if first else 1, counts.records == records, msg)  # a bad span of a read record: no
-            reject(msg)
-
-        yield _message(data, where, counts, bad)
+        yield _message(data, where, counts, functools.partial(_checked, p, n == 1, counts, records, reject))
         if on_progress is not None and not n & 63:
             on_progress(raw.tell())
 
@@ -215,6 +212,13 @@ def _first_bad(p: Path, before: int, nothing_read: bool, why: str) -> None:
     if before == 0 and nothing_read:
         raise InputError(f"{p}: not trace data: not OTLP JSON, and not OTLP protobuf either "
                          f"(first record: {why.rpartition(': ')[2] or why})")
+
+
+def _checked(p: Path, first: bool, counts: ReadCounts, records: int, reject: Callable[[str], None], msg: str) -> None:
+    """``reject``, unless the file's first record is not OTLP at all (nothing read from it yet:
+    a bad span of a record that was read is only a rejected span)."""
+    _first_bad(p, 0 if first else 1, counts.records == records, msg)
+    reject(msg)
 
 
 _CHUNK = 16 << 20
