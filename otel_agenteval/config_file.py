@@ -31,12 +31,16 @@ def read_text(path: str | Path, error: type[ConfigError]) -> tuple[str, str]:
         return p.read_text(encoding="utf-8"), str(p)
     except OSError as exc:
         raise error(str(p), [f"cannot read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:  # a binary file, or another encoding
+        raise error(str(p), [f"not a text file (byte {exc.start} is not UTF-8): is this the right file?"]) from None
 
 
 def load_yaml(text: str, source: str, error: type[ConfigError]) -> tuple[Any, Any]:
     """YAML data and its node tree (to name lines in errors); bad YAML names line and column."""
     try:
         return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise error(source, ["(top level): nested too deeply to read (a configuration file is a few levels deep)"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"

@@ -14,7 +14,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from .policy import Policy, PolicyError
+from .cli_errors import non_negative, seconds
+from .policy import Policy
 from .processor import TrajectoryProcessor
 from .summary import RunSummary
 
@@ -28,9 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=9464, help="port for /metrics (default 9464)")
     p.add_argument("--addr", default="127.0.0.1", help="address for /metrics (default 127.0.0.1)")
     p.add_argument("--no-serve", action="store_true", help="do not serve /metrics")
-    p.add_argument("--rate", type=float, default=0.0, help="runs per second (default 0: as fast as possible)")
+    p.add_argument("--rate", type=non_negative, default=0.0, help="runs per second (default 0: as fast as possible)")
     p.add_argument("--forever", action="store_true", help="keep running until stopped (SIGINT/SIGTERM)")
-    p.add_argument("--linger", type=float, default=0.0, help="keep serving /metrics this many seconds at the end")
+    p.add_argument("--linger", type=seconds, default=0.0, help="keep serving /metrics this many seconds at the end")
     p.add_argument("--service-name", default="support-demo", help="resource service.name")
     p.add_argument("--format", choices=("table", "json"), default="table", help="summary format")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -45,11 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if args.runs < 0 or args.rate < 0:
         print("demo: --runs and --rate must be >= 0", file=sys.stderr)
         return 2
-    try:
-        policy = Policy.from_file(args.policy) if args.policy else Policy.from_dict(DEMO_POLICY, "built-in policy")
-    except PolicyError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    # a bad policy raises PolicyError: exit 2, one line a problem (cli_errors)
+    policy = Policy.from_file(args.policy) if args.policy else Policy.from_dict(DEMO_POLICY, "built-in policy")
     _configure_logging(args.verbose)
     registry = CollectorRegistry()
     summary = RunSummary()

@@ -64,6 +64,7 @@ class Sinks:
                       "service_name": safe_label(v.service_name, 256) if v.service_name is not None else None,
                       "conversation": short_hash(v.conversation_id) if v.conversation_id else None,
                       **details}
+            fields = {k: x for k, x in fields.items() if x is not None}  # no "tool=None" in a log line
             log.warning(f"agenteval.violation: {safe_label(v.message, 2048)}", **fields)
         except Exception:
             caught(self._errors, "callback")

@@ -91,9 +91,10 @@ class RunSummary:
 
     def render_table(self) -> str:
         d = self.to_dict()
-        rows: list[tuple[str, str]] = [("runs", str(d["runs"]))]
+        rows: list[tuple[str, str]] = [("runs, by outcome", str(d["runs"]))]
         for outcome, n in d["outcomes"].items():
-            rows.append((f"  {outcome}", f"{n} ({n / max(1, d['runs']):.0%})"))
+            label = "unknown (no outcome on the run's span)" if outcome == "unknown" else outcome
+            rows.append((f"  {label}", f"{n} ({n / max(1, d['runs']):.0%})"))
         s = d["steps"]
         rows.append(("steps p50 / p95 / max", f"{s['p50']:g} / {s['p95']:g} / {s['max']:g}"))
         rows.append(("LLM calls", str(d["llm_calls_total"])))

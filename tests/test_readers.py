@@ -446,3 +446,23 @@ def test_typed_and_dict_paths_read_every_format_alike(fmt: str, spans: list[Read
     got_dict, counts_dict, rejects_dict = read(path)
     assert [fields(s) for s in got] == [fields(s) for s in got_dict]
     assert (counts.as_dict(), rejects) == (counts_dict.as_dict(), rejects_dict)
+
+
+def test_a_bad_span_in_the_first_protobuf_record_is_a_rejected_span_not_a_bad_file(
+        spans: list[ReadableSpan], tmp_path: Path) -> None:
+    """Only a first record that is not OTLP at all makes the file "not trace data" (one error);
+    a bad span inside a good first record is rejected and counted like any other."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    first = encode_spans(spans[:3])
+    first.resource_spans[0].scope_spans[0].spans[0].trace_id = b"\x01\x02\x03"  # 3 bytes: a bad span
+    rest = encode_spans(spans[3:]).SerializeToString()
+    data = first.SerializeToString()
+    path = tmp_path / "t.pb"
+    path.write_bytes(tf._varint(len(data)) + data + tf._varint(len(rest)) + rest)
+    got, counts, rejects = read(path)
+    assert len(rejects) == 1 and "record 1 " in rejects[0] and len(got) == len(spans) - 1
+    garbage = tmp_path / "g.pb"
+    garbage.write_bytes(bytes([40]) + bytes(range(200, 240)))  # a length prefix, then no OTLP request
+    with pytest.raises(InputError, match="g.pb: not trace data"):
+        read(garbage)

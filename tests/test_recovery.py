@@ -88,7 +88,7 @@ def test_score_reports_recovery_efficiency_and_redundancy(tmp_path: Path, capsys
                                              "step_efficiency": 0.75, "redundant_calls": 2,
                                              "redundant_call_rate": round(2 / 7, 4)}
     assert doc["summary"]["capability"]["efficiency"] == doc["cases"][0]["efficiency"]
-    main(["score", str(traces), "--cases", str(tmp_path / "cases.yaml"), "-q"])
+    main(["score", str(traces), "--cases", str(tmp_path / "cases.yaml"), "-q", "-v"])  # -v: every run
     out = capsys.readouterr().out
     assert "  recovery rate 0.50 (1 of 2 tool errors)  step efficiency 0.75  redundant-call rate 0.29 (2 calls)" in out
     assert "recovery 0.50 [step 1 lookup_order: retried_same (ok), step 5 get_policy: gave_up]" in out

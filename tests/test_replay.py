@@ -134,7 +134,7 @@ def test_cli_table_exit_1_on_critical(live: Any, tmp_path: Path, policy_file: Pa
     assert "CRITICAL duplicate_write  agent=support tool=create_claim" in out
     assert "WARNING  budget_breach" in out
     assert "runs" in out and "duplicate_write" in out
-    assert f"input: 1 files, {-(-len(spans) // 5)} lines, {len(spans)} spans, 4 trajectories, 0 rejected, 0 late spans" in out
+    assert f"input: 1 file, {-(-len(spans) // 5)} lines, {len(spans)} spans, 4 trajectories, 0 rejected, 0 late spans" in out
     assert "\r" not in err  # no progress bar when stderr is not a TTY
 
 
@@ -184,7 +184,7 @@ def test_cli_empty_file(tmp_path: Path, policy_file: Path, capsys: Any) -> None:
     rejected = tmp_path / "rejected.jsonl"
     rejected.write_text("{not json\n{nor this\n")
     assert main(["replay", str(rejected), "--policy", str(policy_file)]) == 2
-    assert "(1 file, 1 line, 1 rejected)" in capsys.readouterr().err
+    assert "(1 file, 2 lines, 2 rejected)" in capsys.readouterr().err
 
 
 def test_cli_usage_errors(tmp_path: Path, policy_file: Path, capsys: Any) -> None:

@@ -60,11 +60,11 @@ def test_worked_example_from_an_otlp_json_file(files: dict[str, Path], capsys: p
     assert doc["summary"]["input"]["rejected"] == 0
     assert "88120" not in json.dumps(run["steps"])  # argument values only with --show-arguments
 
-    code, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"])
+    code, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "-v")
     assert code == 1
     assert "   6  create_claim              DUPLICATE WRITE" in out
     assert "   7  final answer" in out
-    _, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "--show-arguments")
+    _, out, _ = score(capsys, traces, "--cases", files["cases"], "--policy", files["policy"], "--show-arguments", "-v")
     assert "   3  get_policy(topic='returns')                       wrong argument (wrong: topic)" in out
     assert "   6  create_claim(order_id='88120', reason='damaged')  DUPLICATE WRITE" in out
 
@@ -284,7 +284,7 @@ def test_input_errors_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixtu
     assert "case refund-damaged: no run named this case" in err
     traces.write_text("{not json\n{}\n")
     code, out, err = score(capsys, traces, "--cases", files["cases"])
-    assert code == 2 and "no span could be read from the input (1 file, 1 line, 1 rejected)" in err
+    assert code == 2 and "no span could be read from the input (1 file, 2 lines, 1 rejected)" in err
 
 
 def test_mapping_file_forms_and_errors(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -59,7 +59,7 @@ def test_a_capability_case_without_runs_fails_the_gate(traces: tuple[Path, Path,
         {"trace_id": roots[1], "case_id": "status_new", "agent": "support", "tool_calls": 3, "outcome": "unknown"},
         {"trace_id": roots[2], "case_id": None, "agent": "support", "tool_calls": 3, "outcome": "unknown"}]}
 
-    code, out, err = score(capsys, path, "--cases", cases)
+    code, out, err = score(capsys, path, "--cases", cases, "-v")  # -v: every run, every unbound run
     assert code == 1
     assert "case status-new: no run named this case; closest unbound case ids: status_new (fails the gate" in err
     assert "gate: pass^1 >= 1; no regression case fails; cases with no runs: status-new [FAILED]" in out

@@ -211,3 +211,137 @@ def test_a_case_shows_at_most_n_runs_failed_first(browser: Any, files: dict[str,
     assert page.get_attribute(f"{sel} .not-shown", "data-count") == "5"  # 7 runs, 2 shown
     assert errors == []
     page.close()
+
+
+def test_html_without_output_goes_to_stdout(browser: Any, files: dict[str, Path],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _score(files, capsys, "json")
+    html_code = main(["score", str(files["a"]), "--cases", str(files["cases"]), "--policy", str(files["policy"]),
+                      "--format", "html"])
+    page_text, err = capsys.readouterr()
+    assert html_code == code and page_text.startswith("<!DOCTYPE html>") and page_text.rstrip().endswith("</html>")
+    gate = json.loads(out)["summary"]["gate"]
+    assert err.splitlines()[-1] == f"score: verdict: {'FAILED (exit 1)' if gate['failed'] else 'passed (exit 0)'}; " \
+                                   + html.gate_line(gate)
+    report = files["dir"] / "stdout.html"
+    report.write_text(page_text)
+    page, errors, _ = _open(browser, report)
+    assert errors == [] and page.inner_text("#gate") == html.gate_line(gate)
+    page.close()
+
+
+def test_the_index_links_every_case_and_every_run_shown(browser: Any, files: dict[str, Path],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    report = files["dir"] / "index.html"
+    _score(files, capsys, "html", "--output", str(report))
+    page, errors, _ = _open(browser, report)
+    links = page.eval_on_selector_all("#index a[href^='#']", "as => as.map(a => a.getAttribute('href'))")
+    cases = page.eval_on_selector_all("section.case", "ss => ss.map(s => '#' + s.id)")
+    runs = page.eval_on_selector_all("section.case .run", "rs => rs.map(r => '#' + r.id)")
+    assert len(set(runs)) == len(runs) > 0 and len(set(cases)) == len(cases) == 2
+    assert sorted(links) == sorted(cases + runs)  # one link to each case and to each run shown, no dead one
+    # the run links read like the runs: their verdict as the link's class
+    verdicts = page.eval_on_selector_all("#index .runs a", "as => as.map(a => [a.getAttribute('href'), a.className])")
+    for href, verdict in verdicts:
+        assert page.get_attribute(f"{href}", "data-verdict") == verdict
+    # following a link brings the run into view
+    target = verdicts[-1][0]
+    page.click(f"#index a[href='{target}']")
+    assert page.evaluate("location.hash") == target
+    top = page.evaluate(f"document.querySelector('{target}').getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"]
+    assert errors == []
+    page.close()
+
+
+def _chart_check(page: Any, selector: str) -> int:
+    """Every chart under ``selector``: both axis titles and a legend naming each drawn series, all
+    drawn inside the chart; returns how many charts there were."""
+    charts = page.eval_on_selector_all(selector, """svgs => svgs.map(svg => {
+        const box = svg.getBoundingClientRect();  // as drawn: rotations and translations applied
+        const inside = el => { const b = el.getBoundingClientRect(); return b.width > 0 && b.left >= box.left - 1
+                               && b.top >= box.top - 1 && b.right <= box.right + 1 && b.bottom <= box.bottom + 1; };
+        const ax = svg.querySelector('.axis-x'), ay = svg.querySelector('.axis-y');
+        return {x: ax ? ax.textContent : '', y: ay ? ay.textContent : '',
+                axes_inside: !!(ax && ay && inside(ax) && inside(ay)),
+                legend: Array.from(svg.querySelectorAll('.legend [data-series]')).map(g => g.dataset.series),
+                legend_inside: Array.from(svg.querySelectorAll('.legend text')).every(inside),
+                series: Array.from(svg.querySelectorAll('polyline[data-series]')).map(p => p.dataset.series),
+                sets: Array.from(new Set(Array.from(svg.querySelectorAll('[data-set]')).map(p => p.dataset.set)))};
+    })""")
+    for c in charts:
+        assert c["x"] and c["y"] and c["axes_inside"], c
+        assert c["legend"] and c["legend_inside"], c
+        assert set(c["series"]) <= set(c["legend"]), c
+        assert {f"{s} set" for s in c["sets"]} <= set(c["legend"]), c
+    return len(charts)
+
+
+def test_every_chart_has_axes_and_a_legend(browser: Any, files: dict[str, Path],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    report = files["dir"] / "charts.html"
+    plot = files["dir"] / "plane.png"
+    _score(files, capsys, "html", "--output", str(report), "--compare", str(files["b"]), "--labels", "big,small",
+           "--plot", str(plot))
+    page, errors, _ = _open(browser, report)
+    n = _chart_check(page, "svg")
+    assert n == page.eval_on_selector_all("svg", "s => s.length") >= 4  # the plane, and a curve per case at least
+    assert page.eval_on_selector_all("svg#plane", "s => s.length") == 1
+    assert errors == []
+    page.close()
+
+
+def test_compare_is_side_by_side_with_differences_highlighted(browser: Any, files: dict[str, Path],
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    report = files["dir"] / "sbs.html"
+    plot = files["dir"] / "plane.png"
+    docs = []
+    for traces in (files["a"], files["b"]):
+        main(["score", str(traces), "--cases", str(files["cases"]), "--policy", str(files["policy"]),
+              "--format", "json", "-q"])
+        docs.append(json.loads(capsys.readouterr().out))
+    _score(files, capsys, "html", "--output", str(report), "--compare", str(files["b"]), "--labels", "big,small",
+           "--plot", str(plot))
+    page, errors, _ = _open(browser, report)
+    assert page.inner_text("#side-by-side") == "Side by side: big | small"
+    rank = {"pass": 0, "warn": 1, "fail": 2}
+    for case in docs[0]["cases"]:
+        sel = f"section.pair[data-case='{case['id']}']"
+        assert page.eval_on_selector_all(f"{sel} tr:first-child th", "ts => ts.map(t => t.textContent)") == [
+            "trial", "big", "small"]
+        want_a = {r["trial"]: r for r in case["runs"]}
+        want_b = {r["trial"]: r for c in docs[1]["cases"] if c["id"] == case["id"] for r in c["runs"]}
+        rows = page.eval_on_selector_all(f"{sel} tr[data-trial]", """rs => rs.map(r => {
+            const [t, a, b] = r.querySelectorAll('td');
+            const ba = a.getBoundingClientRect(), bb = b.getBoundingClientRect();
+            return {trial: r.dataset.trial, differs: r.classList.contains('differs'),
+                    a: a.dataset.verdict || null, b: b.dataset.verdict || null,
+                    a_trace: a.dataset.trace || null, b_trace: b.dataset.trace || null,
+                    moved: ['better', 'worse'].find(c => b.classList.contains(c)) || null,
+                    side_by_side: ba.right <= bb.left + 1 && Math.abs(ba.top - bb.top) < 1,
+                    colour: getComputedStyle(b).backgroundColor};
+        })""")
+        assert sorted(int(r["trial"]) for r in rows) == sorted(set(want_a) | set(want_b))
+        changed = [r for r in rows if r["differs"]]
+        assert rows[: len(changed)] == changed  # changed verdicts first
+        for r in rows:
+            ra, rb = want_a.get(int(r["trial"])), want_b.get(int(r["trial"]))
+            assert (r["a_trace"], r["b_trace"]) == (ra and ra["trace_id"], rb and rb["trace_id"])
+            assert (r["a"], r["b"]) == (ra and ra["verdict"], rb and rb["verdict"])
+            assert r["side_by_side"]
+            assert r["differs"] == (ra is None or rb is None or ra["verdict"] != rb["verdict"])
+            if ra and rb and ra["verdict"] != rb["verdict"]:
+                assert r["moved"] == ("better" if rank[rb["verdict"]] < rank[ra["verdict"]] else "worse")
+                assert r["colour"] != "rgba(0, 0, 0, 0)"  # highlighted, visibly
+            else:
+                assert r["moved"] is None
+        assert any(r["differs"] for r in rows)  # the two candidates do differ on every case here
+    numbers = page.eval_on_selector_all("#sbs-sets tr[data-number]", """rs => rs.map(r => {
+        const c = r.querySelectorAll('td'); return [r.dataset.set, r.dataset.number, c[1].textContent,
+        c[2].textContent, r.classList.contains('differs')]; })""")
+    by = {(s, n): (a, b, d) for s, n, a, b, d in numbers}
+    for name in ("regression", "capability"):
+        a, b = docs[0]["summary"][name]["pass_rate"], docs[1]["summary"][name]["pass_rate"]
+        assert by[(name, "pass rate")] == (f"{a:.4g}", f"{b:.4g}", a != b)
+    assert errors == []
+    page.close()

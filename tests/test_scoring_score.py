@@ -54,7 +54,10 @@ def test_critical_violation_fails_whatever_else_holds() -> None:
     assert [x.rule for x in v] == ["duplicate_write"]
     case = one_case("[{tool: create_claim, args: {order_id: '88120', reason: damaged}}]", "any_order")
     s = score_run(t, case, Policy(), v)  # this policy marks nothing as a write
-    assert s.duplicate_writes == 0
+    # the engine's rule found it (the violation): the count says so too, never 0 next to it
+    assert s.duplicate_writes == 1
+    assert [m.detail for m in s.steps if m.detail and "duplicate" in m.detail] == [
+        "duplicate write found by the duplicate_write rule"]
     assert s.verdict == "fail" and s.reasons[0].startswith("critical violation duplicate_write at create_claim")
 
 

@@ -44,7 +44,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def _check_score(argv: list[str], code: int, err: str, tmp: Path) -> None:
     # the demo injects duplicate writes into regression cases, so the gate fails: exit 1, not 2
     assert code == 1, err
-    noise = [line for line in err.splitlines() if not line.startswith("score: report written to")]
+    noise = [line for line in err.splitlines()
+             if not line.startswith(("score: report written to", "score: verdict: FAILED (exit 1); gate: "))]
     assert noise == [], f"score printed warnings: {noise}"
     doc_argv = [a for a in argv if a not in ("--format", "html", "markdown", "--output", "report.html")]
     assert main([*doc_argv, "--format", "json", "--quiet"]) == 1
@@ -74,3 +75,27 @@ def test_walkthrough_runs_clean(readme: Path, heading: str | None, tmp_path: Pat
             assert all(c["trials"] > 0 for c in doc["cases"])
             if "--output" in argv:
                 assert Path(argv[argv.index("--output") + 1]).stat().st_size > 0
+            if "--format" not in argv:  # the default: a summary read at a glance
+                _check_summary(out, doc)
+            for case in doc["cases"]:  # "duplicate writes 0" never stands next to a duplicate_write
+                for run in case["runs"]:
+                    if any("duplicate_write" in r or "duplicate write" in r for r in run["reasons"]):
+                        assert run["duplicate_writes"] > 0, run["reasons"]
+
+
+def _check_summary(out: str, doc: dict) -> None:
+    lines = out.splitlines()
+    assert len(lines) <= 60, f"{len(lines)} lines"
+    assert lines[1].startswith("verdict: FAILED (exit 1); gate: pass^1 >= 1; regression cases failing: ")
+    meanings = {line.split("  ")[0].strip(): line for line in lines if line and not line.startswith(" ")}
+    for label in ("pass rate", "coverage", "argument accuracy", "extra steps", "duplicate writes"):
+        assert label in meanings, label
+    reg = doc["summary"]["regression"]
+    assert meanings["pass rate"].split()[2] == f"{reg['pass_rate']:.2f}"
+    assert "mean over cases of a case's share of runs that pass or warn" in meanings["pass rate"]
+    assert meanings["duplicate writes"].split()[2] == str(reg["numbers"]["duplicate_writes"])
+    dup = sum(r["duplicate_writes"] for c in doc["cases"] if c["set"] == "regression" for r in c["runs"])
+    assert dup == reg["numbers"]["duplicate_writes"] > 0
+    worst = [line for line in lines if line.startswith("  ") and not line.startswith("    ") and " trace " in line]
+    failing = {r["trace_id"] for c in doc["cases"] for r in c["runs"] if r["verdict"] == "fail"}
+    assert 0 < len(worst) <= 5 and all(line.split(" trace ")[1].split()[0] in failing for line in worst)

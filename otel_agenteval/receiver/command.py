@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import Any
 
+from ..cli_errors import finite, positive_seconds, seconds
 from .config import LOOPS, ConfigError, ServeConfig, read_token
 from .malloc import tune_for_large_bodies
 
@@ -21,7 +22,8 @@ GC_THRESHOLD = 50_000  # allocations between young collections (the default is 7
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.epilog = ("Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 2 for a bad setting, policy or address. "
+    p.epilog = ("Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 2 for a bad setting, policy or address "
+                "(one line), 1 when the drain timed out. "
                 "One JSON line on stdout tells the bound ports once every listener is up. See docs/serve.md.")
     p.add_argument("--policy", metavar="FILE", help="policy YAML (default: built-in defaults)")
     g = p.add_argument_group("listeners")
@@ -42,9 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "in C, less CPU a request) or the standard library's asyncio; auto picks uvloop when it is "
                         "installed (default %(default)s)")
     c = p.add_argument_group("trace completion")
-    c.add_argument("--grace", type=float, default=_D.grace_s, metavar="SECONDS",
+    c.add_argument("--grace", type=seconds, default=_D.grace_s, metavar="SECONDS",
                    help="after a trace's root span arrives, wait this long for late child spans (default %(default)s)")
-    c.add_argument("--idle-timeout", type=float, default=_D.idle_s, metavar="SECONDS",
+    c.add_argument("--idle-timeout", type=positive_seconds, default=_D.idle_s, metavar="SECONDS",
                    help="play a trace whose root never came after this long without a new span; its unfinished "
                         "runs count as incomplete (default %(default)s)")
     c.add_argument("--max-held-spans", type=int, default=_D.max_held_spans,
@@ -53,13 +55,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--queue-spans", type=int, default=_D.queue_spans,
                    help="ingest queue bound in spans; when full, HTTP answers 429 and gRPC RESOURCE_EXHAUSTED, "
                         "with a retry delay (default %(default)s)")
-    b.add_argument("--high-water", type=float, default=_D.high_water,
+    b.add_argument("--high-water", type=finite, default=_D.high_water,
                    help="/readyz fails while the queue holds more than this share of --queue-spans (default %(default)s)")
     b.add_argument("--max-body-bytes", type=int, default=_D.max_body_bytes,
                    help="largest request body, and largest gunzipped body (413 past it; default %(default)s)")
     b.add_argument("--max-spans-per-request", type=int, default=_D.max_spans_per_request,
                    help="most spans in one request (413 past it; default %(default)s)")
-    b.add_argument("--body-timeout", type=float, default=_D.body_timeout_s, metavar="SECONDS",
+    b.add_argument("--body-timeout", type=positive_seconds, default=_D.body_timeout_s, metavar="SECONDS",
                    help="a request body must arrive within this long (408 past it; default %(default)s)")
     b.add_argument("--retry-after", type=int, default=_D.retry_after_s, metavar="SECONDS",
                    help="retry delay given to throttled clients (Retry-After, RetryInfo; default %(default)s)")
@@ -81,10 +83,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback --addr without a token (spans from anyone who can reach it)")
     p.add_argument("--no-log-violations", action="store_true", help="do not log a line per violation (metrics only)")
-    p.add_argument("--shutdown-delay", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--shutdown-delay", type=seconds, default=0.0, metavar="SECONDS",
                    help="on SIGTERM, report not ready and keep accepting this long before stopping, so load "
                         "balancers (the Collector's DNS resolver) stop sending first (default %(default)s)")
-    p.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
+    p.add_argument("--drain-timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
                    help="on SIGTERM, wait at most this long to drain the queue and finalise (default %(default)s)")
 
 
@@ -102,7 +104,8 @@ def _config(args: argparse.Namespace) -> ServeConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..policy import Policy, PolicyError
+    from ..check_policy import load_policy
+    from ..policy import Policy
     from .compression import inflaters
 
     try:
@@ -112,18 +115,12 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
-    try:
-        if args.shutdown_delay < 0 or args.drain_timeout <= 0:
-            raise ConfigError("invalid --shutdown-delay/--drain-timeout: seconds, >= 0 and > 0")
-        config = _config(args)
-        policy = Policy.from_file(args.policy) if args.policy else Policy()
-    except (ConfigError, PolicyError) as exc:
-        print(f"otel-agenteval serve: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"otel-agenteval serve: {args.policy}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    from ..logs import json_to_stderr
+
+    json_to_stderr(logging.WARNING)  # violations and errors: JSON lines on stderr; stdout has the 'listening' line only
+    # a bad setting or policy raises (ConfigError, PolicyError): exit 2, one line a problem (cli_errors)
+    config = _config(args)
+    policy = load_policy(args.policy) if args.policy else Policy()
     outcomes: dict[str, int] = {}
 
     def tally(t: Any) -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..policy import Policy, PolicyError
+from ..check_policy import load_policy
 from ..summary import RunSummary
 from ..violation import Violation
 from . import replay
@@ -40,11 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        policy = Policy.from_file(args.policy)
-    except PolicyError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    policy = load_policy(args.policy)  # a bad one raises: exit 2, one line a problem (cli_errors)
     paths = [Path(t) for t in args.traces]
     for p in paths:
         if str(p) != "-" and not p.is_file():
@@ -125,8 +121,12 @@ def _violation_line(v: Violation) -> str:
 
 
 def _input_line(c: dict[str, int], extra: dict[str, int]) -> str:
-    parts = [f"{c['files']} files", f"{c['lines']} lines", f"{c['spans']} spans", f"{extra['trajectories']} trajectories",
-             f"{c['rejected']} rejected", f"{extra['late_spans']} late spans"]
+    def n(count: int, one: str, many: str) -> str:
+        return f"{count} {one if count == 1 else many}"
+
+    parts = [n(c["files"], "file", "files"), n(c["lines"], "line", "lines"), n(c["spans"], "span", "spans"),
+             n(extra["trajectories"], "trajectory", "trajectories"), f"{c['rejected']} rejected",
+             n(extra["late_spans"], "late span", "late spans")]
     if extra["evicted"]:
         parts.append(f"{extra['evicted']} evicted early")
     if extra["unfinished"]:

@@ -7,6 +7,7 @@ length-delimited stream (protobuf's ``writeDelimitedTo``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -15,7 +16,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from . import wire
-from .counts import ReadCounts, gc_paused
+from .counts import InputError, ReadCounts, gc_paused
 from .native import native_spans
 from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _KIND, _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
@@ -181,10 +182,12 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
     prefix = _be32 if first == b"\x00" else _varint
     n = 0
     offset = 0
+    records = counts.records
     while True:
         try:
             got = prefix(f)
         except Bad as exc:
+            _first_bad(p, n, counts.records == records, str(exc))
             reject(f"{p}: record {n + 1} (byte {offset}): {exc}")
             return
         if got is None:
@@ -192,15 +195,48 @@ def proto_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str]
         size, used = got
         n += 1
         counts.lines += 1
-        data = f.read(size)
+        data = _read(f, size)
         where = f"{p}: record {n} (byte {offset})"
         offset += used + size
         if len(data) < size:
+            _first_bad(p, n - 1, counts.records == records, f"a record of {size} bytes in a file that ends first")
             reject(f"{where}: file ends inside the record ({len(data)} of {size} bytes)")
             return
-        yield _message(data, where, counts, reject)
+        yield _message(data, where, counts, functools.partial(_checked, p, n == 1, counts, records, reject))
         if on_progress is not None and not n & 63:
             on_progress(raw.tell())
+
+
+def _first_bad(p: Path, before: int, nothing_read: bool, why: str) -> None:
+    """The first record of a file is not OTLP: the file is not traces (one error, not a line per record)."""
+    if before == 0 and nothing_read:
+        raise InputError(f"{p}: not trace data: not OTLP JSON, and not OTLP protobuf either "
+                         f"(first record: {why.rpartition(': ')[2] or why})")
+
+
+def _checked(p: Path, first: bool, counts: ReadCounts, records: int, reject: Callable[[str], None], msg: str) -> None:
+    """``reject``, unless the file's first record is not OTLP at all (nothing read from it yet:
+    a bad span of a record that was read is only a rejected span)."""
+    _first_bad(p, 0 if first else 1, counts.records == records, msg)
+    reject(msg)
+
+
+_CHUNK = 16 << 20
+
+
+def _read(f: IO[bytes], size: int) -> bytes:
+    """``size`` bytes, or fewer at the end of the file; memory grows with what is there, not with
+    what a (corrupt) length prefix claims."""
+    if size <= _CHUNK:
+        return f.read(size)
+    parts = []
+    while size > 0:
+        part = f.read(min(size, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
 
 
 def _message(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str], None]) -> list[RecordedSpan]:

@@ -125,7 +125,29 @@ def _detect(f: IO[bytes], p: Path) -> str | None:
         return "json"
     if text[:1] == b"[" and text[1:].lstrip(_WS)[:1] in (b"{", b"[", b"]", b""):
         return "json"
+    if _is_text(head):
+        if text[:1] in (b"{", b"["):
+            return "json"  # JSON gone wrong: its lines are each rejected, with file and line
+        raise InputError(f"{p}: not trace data: text that is neither OTLP JSON nor SDK JSON "
+                         "(a protobuf file holds binary; formats: otel-agenteval replay --help)")
     return "protobuf"
+
+
+# bytes a text file has and an OTLP protobuf request never lacks in its first bytes: a span's
+# ids are 16 and 8 raw bytes after the tags 0x0a 0x10 and 0x12 0x08 (control characters)
+_TEXT_BYTES = frozenset(b"\t\n\r\f" + bytes(range(0x20, 0x7f)) + bytes(range(0x80, 0x100)))
+
+
+def _is_text(head: bytes) -> bool:
+    """Printable UTF-8 text (Markdown, YAML, a log): not a protobuf file, whatever it is."""
+    sample = head[:4096]
+    if not sample or not _TEXT_BYTES.issuperset(sample):
+        return False
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(sample) - 3  # a character cut at the end of the sample is fine
+    return True
 
 
 def _json_file(p: Path, f: IO[bytes], counts: ReadCounts, reject: Callable[[str], None], raw: Any,
@@ -184,10 +206,16 @@ def _record(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str],
             except ValueError as exc:
                 reject(f"{where}: not valid JSON: {exc}")
                 return []
+            except RecursionError:
+                reject(f"{where}: not read: JSON nested too deeply")
+                return []
             counts.records += 1
             try:
                 spans = spans_from_json(value, where, reject)
-            except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+            except RecursionError:
+                reject(f"{where}: not read: a value nested too deeply")
+                return []
+            except (Bad, ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
                 reject(f"{where}: {why(exc)}")
                 return []
             del value

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..policy import Policy, PolicyError
+from ..check_policy import load_policy
+from ..policy import Policy
 from ..trajectory import Trajectory
 from ..violation import Violation
-from . import compare, formats, report
-from .bind import MappingError, case_id_of, load_mapping
-from .cases import DEFAULT_STEPS_FACTOR, ORDERS, CasesError, ResolvedCase, load_cases
+from . import compare, formats, overview, report
+from .bind import case_id_of, load_mapping
+from .cases import DEFAULT_STEPS_FACTOR, ORDERS, ResolvedCase, load_cases
 from .reliability import CaseResult, check_trials
 from .score import score_run
 from .store import RunStore
@@ -51,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no span in the input, or a case no run names, is not an error (exit 0)")
     p.add_argument("--mapping", help="trace id -> case id file, for runs without a case attribute")
     p.add_argument("--format", choices=("table", "json", "markdown", "junit", "html"), default="table",
-                   help="output format (default table); html: one self-contained page, to --output")
+                   help="output format (default table: a one-screen summary; -v: every run); html: one "
+                        "self-contained page")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--k", type=int, default=1, help="k for the gate's pass^k (default 1)")
     p.add_argument("--threshold", type=float, default=1.0,
@@ -68,7 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-steps", action="store_true", help="table: a step table for passing runs too")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
     p.add_argument("--quiet", "-q", action="store_true", help="no rejected-line messages or warnings")
-    p.add_argument("--verbose", "-v", action="store_true", help="also log each violation to stderr as found")
+    p.add_argument("--verbose", "-v", action="count", default=0,
+                   help="table: every run with its reasons and step table (-vv: also log each violation to stderr)")
 
 
 def _err(msg: str) -> None:
@@ -85,20 +88,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.max_steps_factor >= 0 or args.max_steps_factor == float("inf"):
         _err("--max-steps-factor must be 0 (no ceiling) or a positive number")
         return 2
-    try:
-        policy = Policy.from_file(args.policy) if args.policy else Policy()
-        # the policy's per-argument normalisers apply wherever a case names none
-        by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
-        cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
-        mapping = load_mapping(args.mapping) if args.mapping else None
-    except (CasesError, PolicyError, MappingError) as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    # a bad file raises (CasesError, PolicyError, MappingError): exit 2, one line a problem (cli_errors)
+    policy = load_policy(args.policy) if args.policy else Policy()
+    # the policy's per-argument normalisers apply wherever a case names none
+    by_tool = {name: dict(tool.arguments) for name, tool in policy.tools.items() if tool.arguments}
+    cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
+    mapping = load_mapping(args.mapping) if args.mapping else None
     if not args.policy and not args.quiet:
         _err("no --policy: no tool counts as a write, so duplicate writes are not checked")
     from ..demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
 
-    _configure_logging(args.verbose)
+    _configure_logging(args.verbose > 1)
     groups = [list(args.traces)] + ([list(args.compare)] if args.compare else [])
     for p in (Path(x) for g in groups for x in g):
         if not p.is_file():
@@ -124,13 +124,20 @@ def run(args: argparse.Namespace) -> int:
                 _err(f"{args.output}: cannot write: {exc.strerror or exc}")
                 return 2
             if not args.quiet:
-                _err(f"report written to {args.output}")
+                _err(f"report written to {args.output}; {_verdict(docs[0])}")
         else:
             _write(args, labels, docs, sys.stdout)
+            if args.format != "table" and not args.quiet:  # the page went to stdout: the verdict to a person
+                _err(_verdict(docs[0]))
     finally:
         for store in stores:
             store.close()
     return 1 if docs[0]["summary"]["gate"]["failed"] else 0
+
+
+def _verdict(doc: dict[str, Any]) -> str:
+    gate = doc["summary"]["gate"]
+    return f"verdict: {'FAILED (exit 1)' if gate['failed'] else 'passed (exit 0)'}; {report.gate_line(gate)}"
 
 
 def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any]], out: Any) -> None:
@@ -149,15 +156,19 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
     if args.format == "html":
         from .html import labels_title, write_html
 
-        write_html(doc, out, cmp, title=labels_title(labels))
+        write_html(doc, out, cmp, title=labels_title(labels), candidates=list(zip(labels, docs)))
     elif args.format == "json":
         report.write_json(doc, out)
     elif args.format == "markdown":
         formats.write_markdown(doc, out)
     elif args.format == "junit":
         out.write(formats.to_junit(doc) + "\n")
-    else:
+    elif args.verbose or args.all_steps:
         report.write_table(doc, out, all_steps=args.all_steps)
+        if cmp is not None:
+            out.write("\n" + compare.to_table(cmp) + "\n")
+    else:
+        overview.write_overview(doc, out)
         if cmp is not None:
             out.write("\n" + compare.to_table(cmp) + "\n")
 
@@ -221,7 +232,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"rejected: {msg}")
 
     try:
-        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
+        got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose > 1,
                      on_trajectory=[finished], on_violation=[found],
                      on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:

@@ -28,7 +28,7 @@ def write_markdown(doc: dict[str, Any], stream: TextIO) -> None:
                 (f"| {s['cases']} | {s['runs']} | {_fmt_acc(s['pass_rate'])} | {_curve(s['pass_hat_k'])} | "
                  f"{_money(c['per_success'])} | {_money(c['p95'])} | {s['latency_s']['p95']:.2f}s | "
                  f"{_eff_cells(s['efficiency'])} |"), ""]
-    out += ["## Cases", "", "| case | set | passed | pass^k | recovery rate | step efficiency | redundant-call rate | gate |",
+    out += ["## Cases", "", "| case | set | pass or warn | pass^k | recovery rate | step efficiency | redundant-call rate | gate |",
             "|---|---|---:|---|---:|---:|---:|---|"]
     for case in doc["cases"]:
         gate = "**FAILED**" if case["gate"]["failed"] else "ok"

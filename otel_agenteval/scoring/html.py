@@ -14,11 +14,12 @@ of a hundred thousand runs never holds more than one case's shown runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from html import escape
 from typing import Any, TextIO
 
-from .report import SETS, _run_efficiency, _unbound, _unbound_why, gate_line
+from .charts import curve_svg, plane_svg
+from .report import SETS, Runs, _run_efficiency, _unbound, _unbound_why, gate_line
 
 RUNS_PER_CASE = 200  # runs shown per case, failed first
 _ORDER = ("fail", "warn", "pass")
@@ -34,6 +35,10 @@ th{background:#f3f4f8}.num{text-align:right;font-variant-numeric:tabular-nums}
 .run{border-top:1px dashed #dde;padding:6px 0}.run[hidden]{display:none}.muted{color:#667}
 #filters label{margin-right:14px}code{font-size:12px}details summary{cursor:pointer}
 .msg{white-space:pre-wrap;margin:2px 0}.set{margin-left:4px}
+#index ul{padding-left:18px}#index li{margin:3px 0}#index .runs a{text-decoration:none;font-size:12px;padding:0 2px}
+a.fail{color:#b3261e}a.warn{color:#8a5a00}a.pass{color:#1b6e2d}
+.sbs td{min-width:90px}.sbs td.cell{width:45%}.sbs tr.differs td{background:#fff6d6}
+.sbs tr td.better{background:#d9f2de}.sbs tr td.worse{background:#f9dcd9}.sbs .why{font-size:12px;color:#556}
 """
 
 _SCRIPT = """
@@ -71,90 +76,42 @@ def _field(name: str, value: float | None, digits: int = 2, fmt: str | None = No
     return f'<span data-field="{_e(name)}" data-value="{_e(raw)}">{_e(text)}</span>'
 
 
-def curve_svg(hat: dict[str, float], at: dict[str, float], width: int = 360, height: int = 160) -> str:
-    """pass^k (solid) and pass@k (dashed) against k, as an inline SVG line chart."""
-    ks = sorted(int(k) for k in hat)
-    if not ks:
-        return '<p class="muted">no runs: no curve</p>'
-    left, right, top, bottom = 36, 10, 10, 24
-    w, h = width - left - right, height - top - bottom
-    span = max(1, ks[-1] - ks[0])
-
-    def xy(k: int, v: float) -> tuple[str, str]:
-        return f"{left + (k - ks[0]) / span * w:.1f}", f"{top + (1 - v) * h:.1f}"
-
-    def pt(k: int, v: float) -> str:
-        return ",".join(xy(k, v))
-
-    def line(d: dict[str, float], dash: str, colour: str, name: str) -> str:
-        pts = " ".join(pt(k, d[str(k)]) for k in ks if str(k) in d)
-        dots = "".join(f'<circle cx="{xy(k, d[str(k)])[0]}" cy="{xy(k, d[str(k)])[1]}" r="2.5" fill="{colour}">'
-                       f"<title>{name} k={k}: {d[str(k)]:.4f}</title></circle>" for k in ks if str(k) in d)
-        return (f'<polyline fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}" '
-                f'points="{pts}" data-series="{name}"/>{dots}')
-
-    grid = "".join(f'<line x1="{left}" x2="{left + w}" y1="{top + (1 - y) * h:.1f}" y2="{top + (1 - y) * h:.1f}" '
-                   f'stroke="#e4e6ee"/><text x="{left - 4}" y="{top + (1 - y) * h + 4:.1f}" font-size="10" '
-                   f'text-anchor="end">{y:g}</text>' for y in (0, 0.25, 0.5, 0.75, 1))
-    step = max(1, len(ks) // 6)
-    ticks = sorted({ks[0], ks[-1], *(k for k in ks[::step] if ks[-1] - k >= step or k == ks[-1])})
-    xlab = "".join(f'<text x="{xy(k, 0)[0]}" y="{height - 8}" font-size="10" text-anchor="middle">{k}</text>'
-                   for k in ticks)
-    return (f'<svg class="curve" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
-            f"<title>pass^k (solid) and pass@k (dashed) for k = {ks[0]}..{ks[-1]}</title>{grid}{xlab}"
-            f'{line(at, "4 3", "#8892b0", "pass@k")}{line(hat, "", "#2350c8", "pass^k")}</svg>')
-
-
-def plane_svg(cmp: dict[str, Any], width: int = 480, height: int = 300) -> str:
-    """Each candidate (per set) as a point: cost per successful run against pass rate."""
-    points = [(name, r) for name, rows in cmp["sets"].items() for r in rows
-              if r["pass_rate"] is not None and (r["cost_per_success"] or r["cost_mean"]) is not None]
-    if not points:
-        return '<p class="muted">no candidate has both a pass rate and a cost</p>'
-    left, right, top, bottom = 50, 150, 10, 36
-    w, h = width - left - right, height - top - bottom
-    xmax = max((r["cost_per_success"] if r["cost_per_success"] is not None else r["cost_mean"]) for _, r in points) or 1.0
-    out = [f'<svg id="plane" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
-           "<title>accuracy-cost plane</title>",
-           f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#99a"/>',
-           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + h}" stroke="#99a"/>',
-           f'<text x="{left + w / 2}" y="{height - 6}" font-size="11" text-anchor="middle">cost per successful run (USD)</text>',
-           f'<text x="12" y="{top + h / 2}" font-size="11" transform="rotate(-90 12 {top + h / 2})" '
-           'text-anchor="middle">pass rate</text>']
-    for name, r in points:
-        x = r["cost_per_success"] if r["cost_per_success"] is not None else r["cost_mean"]
-        cx, cy = left + x / xmax * w * 0.9, top + (1 - r["pass_rate"]) * h
-        shape = "circle" if name == "regression" else "rect"
-        mark = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5"' if shape == "circle"
-                else f'<rect x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10"')
-        out.append(f'{mark} fill="#2350c8" data-candidate="{_e(r["candidate"])}" data-set="{name}" '
-                   f'data-pass-rate="{r["pass_rate"]!r}" data-cost="{x!r}"><title>{_e(r["candidate"])} ({name}): '
-                   f'pass rate {r["pass_rate"]:.2f}, ${x:.4f}</title></{shape}>')
-        out.append(f'<text x="{cx + 8:.1f}" y="{cy + 4:.1f}" font-size="11">{_e(r["candidate"])} ({name})</text>')
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _shown(runs: Iterable[dict[str, Any]], cap: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Up to ``cap`` runs, failed first, then warned, then passed, in trial order within each;
-    and how many of each verdict there were. Holds at most ``cap`` runs per verdict."""
-    kept: dict[str, list[dict[str, Any]]] = {v: [] for v in _ORDER}
+def _shown(runs: Runs, cap: int) -> tuple[list[Any], dict[str, int]]:
+    """Up to ``cap`` runs (their small records), failed first, then warned, then passed, in trial
+    order within each; and how many of each verdict there were. No run's detail is read here."""
+    kept: dict[str, list[Any]] = {v: [] for v in _ORDER}
     counts = dict.fromkeys(_ORDER, 0)
-    for run in runs:
-        v = run["verdict"]
+    for run in runs.records():
+        v = run.verdict
         counts[v] = counts.get(v, 0) + 1
         if len(kept.setdefault(v, [])) < cap:
             kept[v].append(run)
-    out: list[dict[str, Any]] = []
+    out: list[Any] = []
     for v in _ORDER:
         out += kept[v][: cap - len(out)]
     return out, counts
 
 
-def _run_html(run: dict[str, Any], i: int) -> str:
+def _index(cases: list[dict[str, Any]], cap: int) -> str:
+    """Every case, and each run shown, as a link to its place on the page (``#case-N``, ``#run-N-I``)."""
+    items = []
+    for n, case in enumerate(cases):
+        shown, _ = _shown(case["runs"], cap)
+        badge = "fail" if case["gate"]["failed"] else "pass"
+        links = "".join(f'<a class="{r.verdict}" href="#run-{n}-{i}" title="{r.verdict}">'
+                        f'{_e(r.trial if r.trial is not None else i)}</a> ' for i, r in enumerate(shown, 1))
+        items.append(f'<li><a href="#case-{n}"><b>{_e(case["id"])}</b></a> <span class="muted">({case["set"]})</span> '
+                     f'<span class="badge {badge}">{"FAILED" if case["gate"]["failed"] else "ok"}</span> '
+                     f'{case["passes"]}/{case["trials"]} pass or warn · trials: <span class="runs">{links}</span></li>')
+    return ('<nav id="index"><h2>Index</h2><p class="muted">each case, and its runs by trial (red: fail, amber: warn, '
+            'green: pass)</p><ul>' + "".join(items) + "</ul></nav>\n")
+
+
+def _run_html(run: dict[str, Any], i: int, anchor: str = "") -> str:
     v = run["verdict"]
     trial = run["trial"] if run["trial"] is not None else i
-    parts = [f'<div class="run" data-verdict="{v}" data-trace="{run["trace_id"]}">',
+    at = f' id="{anchor}"' if anchor else ""
+    parts = [f'<div class="run"{at} data-verdict="{v}" data-trace="{run["trace_id"]}">',
              f'<span class="badge {v}">{v}</span> trial {_e(trial)} · trace <code>{run["trace_id"]}</code> · '
              f'coverage {"pass" if run["coverage"] else "FAIL"} · argument accuracy '
              f'{_field("argument_accuracy", run["argument_accuracy"])} · extra steps {run["extra_steps"]:+d} · '
@@ -207,9 +164,11 @@ def _set_table(name: str, s: dict[str, Any]) -> str:
 
 
 def write_html(doc: dict[str, Any], out: TextIO, cmp: dict[str, Any] | None = None,
-               runs_per_case: int | None = None, title: str = "otel-agenteval score") -> None:
+               runs_per_case: int | None = None, title: str = "otel-agenteval score",
+               candidates: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
     """Write the page for ``doc`` (:func:`report.build`), case by case, to ``out``; a case shows at
-    most ``runs_per_case`` runs (default ``RUNS_PER_CASE``)."""
+    most ``runs_per_case`` runs (default ``RUNS_PER_CASE``). With ``candidates`` (``--compare``:
+    (label, doc) each, the first one ``doc``'s), the candidates side by side, run by run."""
     cap = RUNS_PER_CASE if runs_per_case is None else runs_per_case
     summary, gate = doc["summary"], doc["summary"]["gate"]
     out.write('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -217,21 +176,28 @@ def write_html(doc: dict[str, Any], out: TextIO, cmp: dict[str, Any] | None = No
               "script-src 'unsafe-inline'; img-src data:\">"
               f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>\n")
     out.write(f'<h1>{_e(title)}</h1><p id="gate" class="{"fail" if gate["failed"] else "pass"}">{_e(gate_line(gate))}</p>\n')
+    cases = [c for name in SETS for c in doc["cases"] if c["set"] == name]  # the page's order
+    if len(candidates) > 1:
+        from .html_compare import side_by_side
+
+        if cmp is not None:
+            out.write(f'<h2>Candidates on the accuracy-cost plane</h2>{plane_svg(cmp)}\n')
+        side_by_side(candidates, out, cap)
+        out.write(f"<h2>{_e(candidates[0][0])}: every case and run</h2>\n")
     for name in SETS:
         if name in summary:
             out.write(f'<h2>{name.title()} set</h2>{_set_table(name, summary[name])}\n')
-    if cmp is not None:
+    if cmp is not None and len(candidates) < 2:
         out.write(f'<h2>Candidates on the accuracy-cost plane</h2>{plane_svg(cmp)}\n')
+    out.write(_index(cases, cap))
     out.write('<h2>Cases</h2><div id="filters">show: '
               + "".join(f'<label><input type="checkbox" value="{v}" checked> {label}</label>'
                         for v, label in (("fail", "failed"), ("warn", "warned"), ("pass", "passed")))
               + ' · <span id="shown">0</span> runs shown</div>\n')
-    for name in SETS:
-        members = [c for c in doc["cases"] if c["set"] == name]
-        if members:
-            out.write(f"<h2>{name.title()} cases</h2>\n")
-        for case in members:
-            _write_case(case, out, cap)
+    for n, case in enumerate(cases):
+        if n == 0 or cases[n - 1]["set"] != case["set"]:
+            out.write(f"<h2>{case['set'].title()} cases</h2>\n")
+        _write_case(case, out, cap, n)
     unbound = _unbound(summary)
     if unbound:
         rest = summary.get("unbound", {}).get("not_listed", 0)
@@ -241,25 +207,28 @@ def write_html(doc: dict[str, Any], out: TextIO, cmp: dict[str, Any] | None = No
     out.write(f"<script>{_SCRIPT}</script></body></html>\n")
 
 
-def _write_case(case: dict[str, Any], out: TextIO, cap: int) -> None:
+def _write_case(case: dict[str, Any], out: TextIO, cap: int, n: int) -> None:
     g = case["gate"]
     status = "FAILED" if g["failed"] else "ok"
     e = case["efficiency"]
-    out.write(f'<section class="case" data-case="{_e(case["id"])}" data-set="{case["set"]}"><div class="case-head"><div>'
+    out.write(f'<section class="case" id="case-{n}" data-case="{_e(case["id"])}" data-set="{case["set"]}">'
+              '<div class="case-head"><div>'
               f'<h3>{_e(case["id"])} <span class="set muted">({case["set"]})</span> '
-              f'<span class="badge {"fail" if g["failed"] else "pass"}">{status}</span></h3>'
+              f'<span class="badge {"fail" if g["failed"] else "pass"}">{status}</span> '
+              '<a class="muted" href="#index">index</a></h3>'
               + (f'<p class="muted">{_e(case["task"])}</p>' if case.get("task") else "")
               + f'<p>{_field("passes", case["passes"], fmt="{:d}")} of {_field("trials", case["trials"], fmt="{:d}")}'
-              f' runs passed · pass^1 {_field("pass_hat_1", case["pass_hat_k"].get("1"))}'
+              f' runs passed or warned · pass^1 {_field("pass_hat_1", case["pass_hat_k"].get("1"))}'
               f' · gate pass^{g["k"]} {_field("gate_pass_hat_k", g["pass_hat_k"])} (threshold {g["threshold"]:g})</p>'
               f'<p>recovery rate {_field("recovery_rate", e["recovery_rate"])} · step efficiency '
               f'{_field("step_efficiency", e["step_efficiency"])} · redundant-call rate '
               f'{_field("redundant_call_rate", e["redundant_call_rate"])}</p>'
               + (f'<p class="fail">{_e(g["reason"])}</p>' if "reason" in g else "")
               + f'</div>{curve_svg(case["pass_hat_k"], case["pass_at_k"])}</div>\n')
-    shown, counts = _shown(case["runs"], cap)
+    runs: Runs = case["runs"]
+    shown, counts = _shown(runs, cap)
     for i, run in enumerate(shown, 1):
-        out.write(_run_html(run, i) + "\n")
+        out.write(_run_html(runs.detail(run), i, f"run-{n}-{i}") + "\n")
     hidden = sum(counts.values()) - len(shown)
     if hidden:
         out.write(f'<p class="muted not-shown" data-count="{hidden}">{hidden} more runs not shown '

@@ -30,6 +30,10 @@ class ScoredRun(Protocol):
     tool_errors: int
     recovered: int
     redundant_calls: int
+    coverage: bool
+    argument_accuracy: float | None
+    extra_steps: int
+    duplicate_writes: int
 
     @property
     def passed(self) -> bool: ...
@@ -125,6 +129,19 @@ def efficiency(runs: Sequence[ScoredRun]) -> dict[str, Any]:
     }
 
 
+def four_numbers(runs: Sequence[ScoredRun]) -> dict[str, Any]:
+    """The four per-run numbers over a set: the share of runs with full coverage, the mean argument
+    accuracy (of runs that called a reference tool), mean extra steps, and duplicate writes in all."""
+    accuracies = [r.argument_accuracy for r in runs if r.argument_accuracy is not None]
+    return {
+        "coverage": round(sum(r.coverage for r in runs) / len(runs), 4) if runs else None,
+        "argument_accuracy": round(sum(accuracies) / len(accuracies), 4) if accuracies else None,
+        "extra_steps_mean": round(sum(r.extra_steps for r in runs) / len(runs), 2) if runs else None,
+        "duplicate_writes": sum(r.duplicate_writes for r in runs),
+        "runs_with_duplicate_writes": sum(1 for r in runs if r.duplicate_writes),
+    }
+
+
 def _rounded(d: dict[int, float]) -> dict[str, float]:
     return {str(k): round(v, 4) for k, v in d.items()}
 
@@ -165,6 +182,7 @@ def set_summary(results: Sequence[CaseResult], k_max: int | None = None) -> dict
         "latency_s": {"p50": round(percentile(latency, 50), 3), "p95": round(percentile(latency, 95), 3)},
         "steps": {"p50": percentile(steps, 50), "p95": percentile(steps, 95), "max": max(steps, default=0.0)},
         "efficiency": efficiency(runs),
+        "numbers": four_numbers(runs),
     }
 
 

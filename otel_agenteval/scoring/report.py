@@ -43,6 +43,15 @@ class Runs:
             else:
                 yield run_json(run.to_dict(self._show)).decode()
 
+    def records(self) -> Sequence[Any]:
+        """The scored runs as kept (small records: verdict and numbers, no step table)."""
+        return self._runs
+
+    def detail(self, run: Any) -> dict[str, Any]:
+        """One of :meth:`records` as a dict, with its reasons and step table."""
+        value: dict[str, Any] = run.to_dict(self._show)
+        return value
+
     def __len__(self) -> int:
         return len(self._runs)
 
@@ -151,7 +160,7 @@ def write_table(doc: dict[str, Any], stream: TextIO, *, all_steps: bool = False)
         out: list[str] = []
         gate = case["gate"]
         status = "FAILED" if gate["failed"] else "ok"
-        out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed  "
+        out.append(f"case {case['id']} ({case['set']})  {case['passes']}/{case['trials']} runs passed or warned  "
                    f"pass^k {_curve(case['pass_hat_k'])}  [{status}]")
         if case["runs"]:
             out.append(f"  {_efficiency(case['efficiency'])}")

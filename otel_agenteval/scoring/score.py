@@ -5,8 +5,9 @@
   that tool, over all calls to a reference tool (``None`` when there were none);
 - ``extra_steps``: run length minus reference length, each counting its final answer (so the
   difference in tool calls: 7 steps against 4 is +3, as is 6 calls against 3);
-- ``duplicate_writes``: write calls repeating an earlier successful write of this run with
-  identical normalised arguments.
+- ``duplicate_writes``: write calls repeating an earlier successful write with identical
+  normalised arguments: of this run, or (the engine's ``duplicate_write`` rule, across a
+  conversation) of an earlier run; a run with a ``duplicate_write`` violation never shows 0.
 
 Verdict: a duplicate write or a critical violation fails whatever else holds; so do a missing
 (or out-of-order, or unexpected) call, argument accuracy below the case threshold and a blown
@@ -103,6 +104,10 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     m: Match = match(path, calls, dups, fitting)
     ref_tools = path.positions
 
+    dup_spans = {format(calls[i].span_id, "016x") for i in dups | repeats}
+    # a duplicate the rule found that this run's own check does not (a write of an earlier run in the
+    # conversation, or a tool the rule's policy names a write): counted too
+    earlier = {v.span_id for v in violations if v.rule == "duplicate_write" and v.span_id not in dup_spans}
     marks: list[StepMark] = []
     to_ref = right = 0
     last_ok: dict[str, bool] = {}
@@ -126,6 +131,8 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
             mark = "extra (allowed)"
         else:
             mark = "extra"
+        if earlier and format(c.span_id, "016x") in earlier:
+            detail = "duplicate write found by the duplicate_write rule"
         last_ok[c.tool] = c.ok
         marks.append(StepMark(i + 1, c.tool, c.ok, mark, None if j is None else j + 1,
                               c.raw_arguments if keep_arguments else None, detail))
@@ -139,7 +146,6 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     warn: list[str] = []
     for i in sorted(dups):
         fail.append(f"duplicate write: step {i + 1} {calls[i].tool} repeats a successful write with identical arguments")
-    dup_spans = {format(calls[i].span_id, "016x") for i in dups | repeats}
     for v in violations:
         if v.rule == "duplicate_write" and v.span_id in dup_spans:
             continue  # a reason above already, or a repeat the reference requires
@@ -167,7 +173,7 @@ def _score_path(t: Trajectory, case: ResolvedCase, path: ReferencePath, policy: 
     return RunScore(
         case_id=case.id, trace_id=t.trace_hex, trial=trial, agent=t.agent_name, verdict=verdict,
         reasons=fail + warn, coverage=m.coverage, argument_accuracy=accuracy, extra_steps=extra,
-        duplicate_writes=len(dups), run_steps=run_steps, reference_steps=path.length,
+        duplicate_writes=len(dups) + len(earlier), run_steps=run_steps, reference_steps=path.length,
         reference=path.index, steps=marks, first_divergence=_divergence(path, m, marks),
         violations=[(v.rule, v.severity, v.span_id) for v in violations],
         cost_usd=t.cost_usd, duration_s=t.duration_s, outcome=t.outcome,

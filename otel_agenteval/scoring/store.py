@@ -18,8 +18,9 @@ from .run_score import RunScore
 class RunRecord:
     """One scored run: the numbers the summaries use, and where its detail is in the spool."""
 
-    __slots__ = ("_at", "_size", "_store", "cost_usd", "duration_s", "recovered", "redundant_calls", "reference_steps",
-                 "run_steps", "tool_errors", "trial", "verdict")
+    __slots__ = ("_at", "_size", "_store", "argument_accuracy", "cost_usd", "coverage", "duplicate_writes", "duration_s",
+                 "extra_steps", "recovered", "redundant_calls", "reference_steps", "run_steps", "tool_errors", "trial",
+                 "verdict")
 
     def __init__(self, score: RunScore, store: RunStore, at: int, size: int) -> None:
         self.trial = score.trial
@@ -31,6 +32,10 @@ class RunRecord:
         self.tool_errors = score.tool_errors
         self.recovered = score.recovered
         self.redundant_calls = score.redundant_calls
+        self.coverage = score.coverage  # the four numbers, for the summary's means
+        self.argument_accuracy = score.argument_accuracy
+        self.extra_steps = score.extra_steps
+        self.duplicate_writes = score.duplicate_writes
         self._store = store
         self._at = at
         self._size = size
