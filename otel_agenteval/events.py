@@ -162,6 +162,11 @@ class RunEvents:
         with self.store.lock:
             self.store.discard(run)
         t = run.traj
+        if t is not None and t.root is None and not run.is_agent and t.tool_calls == 0:
+            # model calls and nothing else (a gateway such as LiteLLM): not an agent run
+            self.stats["model_only_runs"] += 1
+            self.finalise(run, "root_end", end_ns, out)
+            return None
         if t is not None and t.root is None:
             ctx = span._context
             outcome, ok = extract.root_outcome(span)
