@@ -65,10 +65,10 @@ class UncheckedCalls:
                 if step.tool in checked and step.raw_arguments is None:
                     self.counter.labels(service, agent, self._tool_label(step.tool), NO_ARGUMENTS).inc()
                     self._say_once(service, step.tool, agent, getattr(step, "span_attributes", None),
-                                   t.root_attributes)
+                                   t.root_attributes, getattr(getattr(step, "scope", None), "name", None))
         if t.llm_calls and not (t.input_tokens or t.output_tokens):
             self.counter.labels(service, agent, "", NO_TOKEN_USAGE).inc()
-            self._say_once(service, "", agent, None, None)
+            self._say_once(service, "", agent, None, None, None)
 
     def _touch(self, service: str, agent: str) -> None:
         """The agent's series, exported at 0 from its first run (so ``increase()`` sees the first call)."""
@@ -78,13 +78,13 @@ class UncheckedCalls:
         self.counter.labels(service, agent, "", NO_TOKEN_USAGE)
 
     def _say_once(self, service: str, tool: str, agent: str, attributes: dict[str, Any] | None,
-                  root_attributes: dict[str, Any] | None) -> None:
+                  root_attributes: dict[str, Any] | None, scope: str | None) -> None:
         key = (service, tool)
         if key in self._logged or len(self._logged) >= _MAX_KEYS:
             return
         self._logged.add(key)
         if tool:
-            framework, setting = capture_setting(attributes, root_attributes)
+            framework, setting = capture_setting(attributes, root_attributes, scope)
             log.warning(f"agenteval.unchecked: {tool} spans carry no arguments, so duplicate and confirmation "
                         f"checks cannot run on them; {framework} records them with {setting}",
                         reason=NO_ARGUMENTS, service_name=service, agent=agent, tool=tool,

@@ -87,6 +87,14 @@ class SelfCollector(Collector):
         yield evicted
         yield CounterMetricFamily("agenteval_late_spans", "Spans that ended after their trajectory was finalised.",
                                   value=s["late"])
+        unread = CounterMetricFamily("agenteval_unread_spans",
+                                     "Spans that look like agent work (gen_ai.*, llm.*, ai.*, traceloop.*, haystack.*, "
+                                     "OpenInference) but were read as no tool call, model call or agent run, by "
+                                     "instrumentation scope (unknown: none recorded; other: past 64 scopes).",
+                                     labels=("scope",))
+        for scope, n in sorted(s["unread"].items()):
+            unread.add_metric((scope,), n)
+        yield unread
         yield CounterMetricFamily("agenteval_steps_dropped",
                                   "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
                                   value=s["steps_dropped"])

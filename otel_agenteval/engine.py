@@ -35,6 +35,7 @@ from .self_stats import SpanCounts, new_stats
 from .sinks import FinishSink, Sink, Sinks
 from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict
 from .store import ProcessClock, SpanClock, Store
+from .unread import count_unread
 
 Clock = ProcessClock | SpanClock
 _BOUNDED: Final = BoundedAttributes  # Final: read from a C static when compiled
@@ -161,6 +162,8 @@ class Engine:
             elif kind is None:
                 item = None
                 counts.other += 1
+                if attrs:
+                    count_unread(self._stats["unread"], span, attrs)
             else:
                 item = confirmations.from_span(span)
                 counts.confirmation += 1

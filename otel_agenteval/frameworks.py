@@ -65,7 +65,10 @@ ENVELOPE_PREFIXES: Final = ('{"input_str":', '{"args":', '{"kwargs":')          
 KNOWN_NON_STEP_NAMES: Final = frozenset({
     "raw_gen_ai_request",  # LiteLLM: the provider request under its model-call span
     "haystack.pipeline.run", "haystack.agent.run", "haystack.agent.step",
+    "call_llm",  # Google ADK: its wrapper around the model call's own span
 })
+# Attributes that mark a framework's own bookkeeping spans (AG2's record_usage repeats its chat span's usage).
+KNOWN_NON_STEP_KEYS: Final = ("ag2.span.type",)
 KNOWN_NON_STEP_OPERATIONS: Final = frozenset({sc.OP_CREATE_AGENT, sc.OP_EMBEDDINGS, "invoke_workflow",
                                               "execute_event_loop_cycle", "execute_task", "workflow", "task"})
 KNOWN_OI_KINDS: Final = frozenset({sc.OI_CHAIN, "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR",
@@ -214,6 +217,9 @@ def looks_like_agent_work(name: str, attrs: dict[str, Any]) -> bool:
     for key in OPERATION_KINDS:
         if key in attrs:
             return False  # a framework's structure span (a traceloop workflow, an AI SDK call): known
+    for key in KNOWN_NON_STEP_KEYS:
+        if key in attrs:
+            return False
     if name.startswith("haystack."):
         return False  # Haystack's tracer: pipeline and component spans
     for key in attrs:

@@ -36,10 +36,10 @@ def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
 class SpanToolStep(ToolStep):
     """A tool step that reads what rules may never need from its span's attributes, on first use."""
 
-    __slots__ = ("_attrs", "_events")
+    __slots__ = ("_attrs", "_events", "scope")
 
     def __init__(self, tool: str, start_ns: int, end_ns: int, span_id: int, trace_id: int, ok: bool,
-                 attrs: dict[str, Any], events: Any) -> None:
+                 attrs: dict[str, Any], events: Any, scope: Any = None) -> None:
         self.tool = tool
         self.start_ns = start_ns
         self.end_ns = end_ns
@@ -51,6 +51,7 @@ class SpanToolStep(ToolStep):
         self._key = None
         self._attrs = attrs
         self._events = events
+        self.scope = scope  # the span's instrumentation scope, where it has one (tells a framework apart)
 
     @property
     def raw_arguments(self) -> Any:
@@ -126,7 +127,8 @@ def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None
         end_ns = span._end_time or 0
     tool = attrs.get(sc.TOOL_NAME)
     return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events)
+                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events,
+                        getattr(span, "_instrumentation_scope", None))
 
 
 def is_ok(span: Any, attrs: dict[str, Any]) -> bool:

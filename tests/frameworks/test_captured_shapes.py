@@ -19,6 +19,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, Status, TraceFlags
 from scenario import POLICY, Run, expected, live, policy_for, replayed
+from structlog.testing import capture_logs
 
 from otel_agenteval import Policy
 from otel_agenteval.replay import iter_spans, replay
@@ -116,3 +117,25 @@ def test_model_gateway_spans_are_not_agent_runs(name: str) -> None:
 
 def test_every_captured_file_has_a_case() -> None:
     assert sorted(p.name for p in SPANS.glob("*.json")) == sorted([*CASES, *GATEWAYS])
+
+
+# where a framework records no arguments, the warning names its own setting (or says it has none)
+SETTINGS = {
+    "autogen-agentchat-0.7.5_default.json": ("AutoGen 0.7", "no setting: AutoGen's own tool spans never carry "
+                                             "arguments (add openinference-instrumentation-autogen-agentchat)"),
+    "semantic-kernel-1.45.0_default.json": ("Semantic Kernel",
+                                            "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
+    "haystack-ai-3.4.1_default.json": ("Haystack", "HAYSTACK_CONTENT_TRACING_ENABLED=true"),
+    "vercel-ai-6.0.326_no-io.otlp.json": ("Vercel AI SDK", "experimental_telemetry: { recordInputs: true } (the default)"),
+    "agent-framework-core-1.23.0_default.json": (
+        "Microsoft Agent Framework", "ENABLE_SENSITIVE_DATA=true (or enable_instrumentation(enable_sensitive_data=True))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_no_arguments_warning_names_the_frameworks_setting(name: str) -> None:
+    with capture_logs() as logs:
+        play_live(SPANS / name, policy_for(CASES[name].get("tool_prefix", "")))
+    said = [(e["framework"], e["setting"]) for e in logs
+            if e["event"].startswith("agenteval.unchecked") and e.get("tool")]
+    assert said == [SETTINGS[name]]
