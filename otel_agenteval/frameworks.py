@@ -161,7 +161,9 @@ def usage_in_output(attrs: dict[str, Any]) -> tuple[Any, int, int] | None:
     model, inp, out = None, 0, 0
     for reply in replies:
         meta = reply.get("meta") if type(reply) is dict else None
-        usage = meta.get("usage") if type(meta) is dict else None
+        if type(meta) is not dict:
+            continue
+        usage = meta.get("usage")
         if type(usage) is not dict:
             continue
         model = model or meta.get("model")
@@ -222,10 +224,7 @@ def looks_like_agent_work(name: str, attrs: dict[str, Any]) -> bool:
             return False
     if name.startswith("haystack."):
         return False  # Haystack's tracer: pipeline and component spans
-    for key in attrs:
-        if key.startswith(AGENT_WORK_PREFIXES):
-            return True
-    return False
+    return any(key.startswith(AGENT_WORK_PREFIXES) for key in attrs)
 
 
 def capture_setting(attributes: dict[str, Any] | None, root_attributes: dict[str, Any] | None = None,

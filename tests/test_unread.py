@@ -19,7 +19,7 @@ def test_genai_span_of_an_unknown_instrumentation_is_counted_and_said_once(make_
     h: Harness = make_processor()
     tracer = h.provider.get_tracer("acme.genai.instrumentation", "0.1")
     with capture_logs() as logs:
-        for i in range(3):  # gen_ai.* attributes, no operation the product knows: a model call it cannot read
+        for _ in range(3):  # gen_ai.* attributes, no operation the product knows: a model call it cannot read
             span = tracer.start_span("acme.generate", attributes={"gen_ai.system": "acme",
                                                                   "gen_ai.request.model": "m-1"})
             span.end()
