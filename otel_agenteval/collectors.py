@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ._series import PlainCounter, PlainHistogram
+from .unread import UNKNOWN_SCOPE
 
 
 class PlainCollector(Collector):
@@ -92,7 +93,10 @@ class SelfCollector(Collector):
                                      "OpenInference) but were read as no tool call, model call or agent run, by "
                                      "instrumentation scope (unknown: none recorded; other: past 64 scopes).",
                                      labels=("scope",))
-        for scope, n in sorted(s["unread"].items()):
+        counts = s["unread"]
+        if UNKNOWN_SCOPE not in counts:
+            unread.add_metric((UNKNOWN_SCOPE,), 0)  # one series from the start: increase() sees the first span
+        for scope, n in sorted(counts.items()):
             unread.add_metric((scope,), n)
         yield unread
         yield CounterMetricFamily("agenteval_steps_dropped",
