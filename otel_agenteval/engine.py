@@ -89,11 +89,12 @@ class Engine:
             a = span._attributes
             attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)
             op = attrs.get(sc.OPERATION_NAME)
+            tool = False
             if isinstance(op, str):
                 agent = op == sc.OP_INVOKE_AGENT
-                tool = op == sc.OP_EXECUTE_TOOL
             else:
                 agent = extract.is_agent_at_start(span) if op is None else False
+                # an OpenInference tool span may wrap the framework's own span of the same call
                 tool = op is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL
             if run is None or (agent and not run.is_agent):
                 # a local root, or the outermost agent span under a non-agent root

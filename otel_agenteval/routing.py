@@ -67,7 +67,9 @@ class Run:
         self.nested: dict[int, Any] | None = None  # outer tool span id -> the inner span's step, until it ends
 
     def open_tool(self, span_id: int, attrs: dict[str, Any]) -> None:
-        """A tool span started (bounded like the run's routes: past the cap, calls are not merged)."""
+        """An OpenInference tool span started: one that may wrap the framework's own span of the same
+        call (bounded: past the cap, calls are not merged). Only these are remembered, so runs of
+        one instrumentation pay nothing on the span path."""
         name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
         if type(name) is str and name:
             tools = self.open_tools

@@ -19,9 +19,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, Status, TraceFlags
 from scenario import POLICY, Run, expected, live, policy_for, replayed
-from structlog.testing import capture_logs
+from structlog.testing import CapturingLogger
 
-from otel_agenteval import Policy
+from otel_agenteval import Policy, blindspots
 from otel_agenteval.replay import iter_spans, replay
 
 SPANS = Path(__file__).parent / "spans"
@@ -133,9 +133,10 @@ SETTINGS = {
 
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_no_arguments_warning_names_the_frameworks_setting(name: str) -> None:
-    with capture_logs() as logs:
-        play_live(SPANS / name, policy_for(CASES[name].get("tool_prefix", "")))
-    said = [(e["framework"], e["setting"]) for e in logs
-            if e["event"].startswith("agenteval.unchecked") and e.get("tool")]
+def test_no_arguments_warning_names_the_frameworks_setting(name: str, monkeypatch: Any) -> None:
+    logs = CapturingLogger()  # the logger itself: CLI commands run in-process configure structlog globally
+    monkeypatch.setattr(blindspots, "log", logs)
+    play_live(SPANS / name, policy_for(CASES[name].get("tool_prefix", "")))
+    said = [(c.kwargs["framework"], c.kwargs["setting"]) for c in logs.calls
+            if c.args[0].startswith("agenteval.unchecked") and c.kwargs.get("tool")]
     assert said == [SETTINGS[name]]
