@@ -3,7 +3,8 @@
 ``spans/`` holds what each framework emitted for the scenario of :mod:`scenario` (captured by the
 end-to-end tests' drivers with the framework versions in the file names; regenerate with
 ``OTEL_AGENTEVAL_CAPTURE_DIR=$PWD/tests/frameworks/spans bash .ci/frameworks.sh``; the google-adk 1.39.1 file
-came from the same scenario run by hand in a google-adk 1.x environment). They run here in the main
+came from the same scenario run by hand in a google-adk 1.x environment; the round-2 files of issue 25
+were made by the round-2 capture scripts, see ``capture/ROUND2.md``). They run here in the main
 environment, compiled and plain, whichever frameworks are installed: the "live" side plays them
 as SDK ``ReadableSpan`` objects through a real ``TrajectoryProcessor`` (``on_start`` then
 ``on_end`` in time order), the replay side through ``replay``.
