@@ -67,7 +67,9 @@ class SpanToolStep(ToolStep):
                 args = fw.first_of(a, fw.ARGUMENT_KEYS)
             if args is None and self._events:  # Strands default mode: content only in events
                 args = find_event_attr(self._events, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
-        return fw.unwrap_arguments(args)  # the framework's envelope, if any, taken off in one place
+        if type(args) is str and args.startswith(fw.ENVELOPE_PREFIXES):
+            return fw.unwrap_arguments(args)  # the framework's envelope taken off, in one place
+        return args
 
     @property
     def raw_result(self) -> Any:
@@ -87,7 +89,10 @@ class SpanToolStep(ToolStep):
 
     @property
     def call_id(self) -> str | None:
-        cid = fw.first_of(self._attrs, fw.CALL_ID_KEYS)
+        a = self._attrs
+        cid = a.get(sc.TOOL_CALL_ID)
+        if cid is None:
+            cid = fw.first_of(a, fw.CALL_ID_KEYS)
         return str(cid) if cid else None
 
     @property
