@@ -19,7 +19,7 @@ venv=${VENV:-.venv}
 root="$repo/$venv/frameworks"
 uv_version=0.13.8
 pytest_pins=(pytest==9.2.0 pytest-timeout==2.4.0)
-envs=${OTEL_AGENTEVAL_FRAMEWORKS:-strands google-adk crewai smolagents agent-framework}
+envs=${OTEL_AGENTEVAL_FRAMEWORKS:-strands google-adk crewai smolagents agent-framework autogen}
 
 declare -A tests=(
   [strands]="test_strands.py test_examples.py"
@@ -27,6 +27,7 @@ declare -A tests=(
   [crewai]="test_crewai.py"
   [smolagents]="test_smolagents.py"
   [agent-framework]="test_agent_framework.py"
+  [autogen]="test_autogen.py"
 )
 
 uv="$repo/$venv/bin/uv"

@@ -272,7 +272,12 @@ def overview() -> dash.Dashboard:
                         q(f"sum by (reason) (rate(agenteval_conversations_evicted_total[{RI}]))",
                           "conversations evicted: {{reason}}", "B"),
                         q(f"sum(rate(agenteval_late_spans_total[{RI}]))", "late spans", "C"),
-                        q(f"sum(rate(agenteval_steps_dropped_total[{RI}]))", "steps dropped", "D"), w=24, h=7)))
+                        q(f"sum(rate(agenteval_steps_dropped_total[{RI}]))", "steps dropped", "D"), w=24, h=7))
+         .with_panel(ts("Unread spans/s by scope",
+                        "Spans that look like agent work (gen_ai.*, llm.*, ai.*, traceloop.*, haystack.*, OpenInference) "
+                        "but were read as no tool call, model call or agent run, by instrumentation scope: a framework "
+                        "the checks cannot see (the processor's log says what to do, once per scope).", "short",
+                        q(f"sum by (scope) (rate(agenteval_unread_spans_total[{RI}]))", "{{scope}}"), w=24, h=7)))
     return d
 
 

@@ -90,9 +90,31 @@ CREWAI_TOOL_AGENT_ROLE: Final = "tool.agent_role"  # CrewAI (event listener): th
 OI_AGENT_NAME_SUFFIXES: Final = (".run", "._execute_core")
 # smolagents closes every run with its own ``final_answer`` tool: the answer, not a step.
 SMOLAGENTS_FINAL_ANSWER_SPAN: Final = "FinalAnswerTool"
-# smolagents records a tool's input as the call's bound arguments around the model's arguments.
-SMOLAGENTS_CALL_PREFIX: Final = '{"args":'
-SMOLAGENTS_CALL_KEYS: Final = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+
+# --- Frameworks that write the facts under their own names (the table of what each means: frameworks.py)
+# Vercel AI SDK (TypeScript): the operation in ai.operationId; the agent in experimental_telemetry.functionId.
+AI_OPERATION_ID: Final = "ai.operationId"
+AI_FUNCTION_ID: Final = "ai.telemetry.functionId"
+AI_TOOL_NAME: Final = "ai.toolCall.name"
+AI_TOOL_ARGS: Final = "ai.toolCall.args"
+AI_TOOL_RESULT: Final = "ai.toolCall.result"
+AI_TOOL_CALL_ID: Final = "ai.toolCall.id"
+# OpenLLMetry (traceloop-sdk decorators, its LangChain instrumentation)
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+# Haystack's OpenTelemetry tracer: no GenAI attributes; the span names say what a span is.
+HAYSTACK_TOOL_NAME: Final = "haystack.tool.name"
+HAYSTACK_TOOL_ERROR: Final = "haystack.tool.error"
+HAYSTACK_TOOL_INPUT: Final = "haystack.agent.step.tool.input"  # with HAYSTACK_CONTENT_TRACING_ENABLED only
+HAYSTACK_TOOL_OUTPUT: Final = "haystack.agent.step.tool.output"
+HAYSTACK_LLM_OUTPUT: Final = "haystack.agent.step.llm.output"  # replies[].meta.usage: the tokens (content on)
+HAYSTACK_COMPONENT_NAME: Final = "haystack.component.name"
+HAYSTACK_COMPONENT_TYPE: Final = "haystack.component.type"
+HAYSTACK_AGENT_COMPONENT: Final = "Agent"
+HAYSTACK_COMPONENT_SPAN: Final = "haystack.component.run"
+GEN_AI_SYSTEM: Final = "gen_ai.system"
 
 # --- Resource ------------------------------------------------------------------------------
 SERVICE_NAME: Final = "service.name"

@@ -4,7 +4,8 @@ A write, confirmation-required, destructive or success tool whose span carries n
 cannot be checked for duplicates or confirmation: many frameworks leave arguments off unless
 a setting turns content capture on. Each such call counts in
 ``agenteval_unchecked_calls_total{reason="no_arguments"}``, and the first one of a (service, tool)
-is logged once with the setting of the framework that made the span. A run with model calls but
+is logged once with the setting of the framework that made the span (or that it has none):
+:data:`~otel_agenteval.frameworks.CAPTURE_SETTINGS`. A run with model calls but
 no token counts counts once, ``reason="no_token_usage"`` (``tool=""``): its token and cost
 budgets cannot be checked.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
-from . import _semconv as sc
+from .frameworks import capture_setting
 from .trajectory import Trajectory
 
 NO_ARGUMENTS = "no_arguments"
@@ -26,19 +27,6 @@ LABELS = ("service_name", "agent_name", "tool", "reason")
 _MAX_KEYS = 4096  # (service, tool) pairs logged and (service, agent) pairs touched: bounded, like every cache
 
 log = structlog.get_logger("otel_agenteval")
-
-# (how a tool span tells its framework, the framework, the setting that records arguments)
-CAPTURE_SETTINGS: tuple[tuple[str, str, str], ...] = (
-    (sc.ADK_EVENT_ID, "Google ADK 2.x",
-     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (or ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1)"),
-    (sc.AF_INVOCATION_DURATION, "Microsoft Agent Framework",
-     "ENABLE_SENSITIVE_DATA=true (or enable_instrumentation(enable_sensitive_data=True))"),
-    ("gen_ai.agent.call.id", "pydantic-ai", "InstrumentationSettings(include_content=True) (the default)"),
-    (sc.OI_SPAN_KIND, "OpenInference", "OPENINFERENCE_HIDE_INPUTS unset (TraceConfig(hide_inputs=False))"),
-)
-GENERIC_SETTING = ("OpenTelemetry GenAI instrumentation",
-                   "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY")
-
 
 def checked_tools(tools: Mapping[str, Any] | Iterable[str], success_when: Iterable[str] = ()) -> frozenset[str]:
     """The tools whose checks read arguments: the policy's write, ``requires_confirmation`` and
@@ -50,15 +38,6 @@ def checked_tools(tools: Mapping[str, Any] | Iterable[str], success_when: Iterab
                     t, "destructive", False):
                 out.add(name)
     return frozenset(out)
-
-
-def capture_setting(attributes: Mapping[str, Any] | None) -> tuple[str, str]:
-    """(framework, setting that turns argument capture on), told from a tool span's attributes."""
-    if attributes:
-        for key, framework, setting in CAPTURE_SETTINGS:
-            if key in attributes:
-                return framework, setting
-    return GENERIC_SETTING
 
 
 class UncheckedCalls:
@@ -85,10 +64,11 @@ class UncheckedCalls:
             for step in t.steps:
                 if step.tool in checked and step.raw_arguments is None:
                     self.counter.labels(service, agent, self._tool_label(step.tool), NO_ARGUMENTS).inc()
-                    self._say_once(service, step.tool, agent, getattr(step, "span_attributes", None))
+                    self._say_once(service, step.tool, agent, getattr(step, "span_attributes", None),
+                                   t.root_attributes, getattr(getattr(step, "scope", None), "name", None))
         if t.llm_calls and not (t.input_tokens or t.output_tokens):
             self.counter.labels(service, agent, "", NO_TOKEN_USAGE).inc()
-            self._say_once(service, "", agent, None)
+            self._say_once(service, "", agent, None, None, None)
 
     def _touch(self, service: str, agent: str) -> None:
         """The agent's series, exported at 0 from its first run (so ``increase()`` sees the first call)."""
@@ -97,13 +77,14 @@ class UncheckedCalls:
             self.counter.labels(service, agent, self._tool_label(tool), NO_ARGUMENTS)
         self.counter.labels(service, agent, "", NO_TOKEN_USAGE)
 
-    def _say_once(self, service: str, tool: str, agent: str, attributes: Mapping[str, Any] | None) -> None:
+    def _say_once(self, service: str, tool: str, agent: str, attributes: dict[str, Any] | None,
+                  root_attributes: dict[str, Any] | None, scope: str | None) -> None:
         key = (service, tool)
         if key in self._logged or len(self._logged) >= _MAX_KEYS:
             return
         self._logged.add(key)
         if tool:
-            framework, setting = capture_setting(attributes)
+            framework, setting = capture_setting(attributes, root_attributes, scope)
             log.warning(f"agenteval.unchecked: {tool} spans carry no arguments, so duplicate and confirmation "
                         f"checks cannot run on them; {framework} records them with {setting}",
                         reason=NO_ARGUMENTS, service_name=service, agent=agent, tool=tool,

@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ._series import PlainCounter, PlainHistogram
+from .unread import UNKNOWN_SCOPE
 
 
 class PlainCollector(Collector):
@@ -87,6 +88,17 @@ class SelfCollector(Collector):
         yield evicted
         yield CounterMetricFamily("agenteval_late_spans", "Spans that ended after their trajectory was finalised.",
                                   value=s["late"])
+        unread = CounterMetricFamily("agenteval_unread_spans",
+                                     "Spans that look like agent work (gen_ai.*, llm.*, ai.*, traceloop.*, haystack.*, "
+                                     "OpenInference) but were read as no tool call, model call or agent run, by "
+                                     "instrumentation scope (unknown: none recorded; other: past 64 scopes).",
+                                     labels=("scope",))
+        counts = s["unread"]
+        if UNKNOWN_SCOPE not in counts:
+            unread.add_metric((UNKNOWN_SCOPE,), 0)  # one series from the start: increase() sees the first span
+        for scope, n in sorted(counts.items()):
+            unread.add_metric((scope,), n)
+        yield unread
         yield CounterMetricFamily("agenteval_steps_dropped",
                                   "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
                                   value=s["steps_dropped"])

@@ -35,6 +35,7 @@ from .self_stats import SpanCounts, new_stats
 from .sinks import FinishSink, Sink, Sinks
 from .spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict
 from .store import ProcessClock, SpanClock, Store
+from .unread import count_unread
 
 Clock = ProcessClock | SpanClock
 _BOUNDED: Final = BoundedAttributes  # Final: read from a C static when compiled
@@ -88,10 +89,13 @@ class Engine:
             a = span._attributes
             attrs: dict[str, Any] = a._dict if type(a) is _BOUNDED else as_dict(a)
             op = attrs.get(sc.OPERATION_NAME)
+            tool = False
             if isinstance(op, str):
                 agent = op == sc.OP_INVOKE_AGENT
             else:
                 agent = extract.is_agent_at_start(span) if op is None else False
+                # an OpenInference tool span may wrap the framework's own span of the same call
+                tool = op is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL
             if run is None or (agent and not run.is_agent):
                 # a local root, or the outermost agent span under a non-agent root
                 run = Run(ctx[1], ctx[0], span._start_time or 0, self._service(span))
@@ -102,6 +106,8 @@ class Engine:
                     name_at_start(run, span, attrs, True, self._dispatch)
             elif agent:
                 name_at_start(run, span, attrs, False, self._dispatch)
+            if tool:
+                run.open_tool(ctx[1], attrs)
             routes[ctx[1]] = run  # a dict write is atomic: no lock
             if len(routes) > self._max_routes:
                 self._drop_route()
@@ -162,11 +168,22 @@ class Engine:
             elif kind is None:
                 item = None
                 counts.other += 1
+                if attrs:
+                    count_unread(self._stats["unread"], span, attrs)
             else:
                 item = confirmations.from_span(span)
                 counts.confirmation += 1
             now = self._clock.now(end_ns)
             run = self._routes.pop(sid, None)
+            if run is not None and run.open_tools is not None:
+                if kind is TOOL:
+                    parent = span._parent
+                    item = run.nest(item, sid, None if parent is None else parent[1])
+                    if item is None:
+                        return  # the inner span of one call: merged when the outer one ends
+                elif sid == run.key and run.nested:
+                    for held in run.held_steps():
+                        self._submit(run, Arrival(TOOL, held, span, attrs, end_ns), now)
             if (run is not None and item is not None and sid != run.key and not run.closed
                     and not (self._needs_confirmations and span._events)):
                 self._submit(run, Arrival(kind, item, span, attrs, end_ns), now)  # a step inside an open run

@@ -66,7 +66,7 @@ class RunEvents:
                 else:
                     confirmations.keep(t.extra, item)
             if a.root_end:
-                finished = self._root_ended(run, span, a.attrs, a.end_ns, out)
+                finished = self._root_ended(run, span, a.attrs, a.end_ns, out, a.kind)
         if out or finished is not None:
             self.sinks.deliver(out, finished)
 
@@ -156,12 +156,18 @@ class RunEvents:
         return c
 
     def _root_ended(self, run: Run, span: Any, attrs: dict[str, Any], end_ns: int,
-                    out: list[Violation]) -> Trajectory | None:
+                    out: list[Violation], kind: str | None = None) -> Trajectory | None:
         if attrs and attrs is not run.attributes:  # a foreign span's copy: merge the end's
             run.attributes.update(attrs)
         with self.store.lock:
             self.store.discard(run)
         t = run.traj
+        if kind is LLM and t is not None and t.root is None and not run.is_agent and t.tool_calls == 0:
+            # a model call at the root with nothing but model calls under it (a gateway such as
+            # LiteLLM): model calls, not an agent run
+            self.stats["model_only_runs"] += 1
+            self.finalise(run, "root_end", end_ns, out)
+            return None
         if t is not None and t.root is None:
             ctx = span._context
             outcome, ok = extract.root_outcome(span)

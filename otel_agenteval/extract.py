@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
+from . import frameworks as fw
 from ._spanfields import SpanView
 from .span_values import (
     conversation,
@@ -59,7 +60,8 @@ def classify(span: Any, attrs: dict[str, Any] | None = None) -> Kind | None:
     if attrs is None:
         attrs = attributes_of(span)
     if not attrs:
-        return None
+        kind = fw.SPAN_NAME_KINDS.get(span.name)  # Haystack's model step carries no attribute by default
+        return kind  # type: ignore[return-value]
     op = attrs.get(sc.OPERATION_NAME)
     if op is not None:
         return _OP_KIND.get(op)
@@ -67,10 +69,15 @@ def classify(span: Any, attrs: dict[str, Any] | None = None) -> Kind | None:
     if oi is not None:
         if oi == sc.OI_AGENT and is_oi_grouping(attrs):
             return None
-        if oi == sc.OI_TOOL and span.name == sc.SMOLAGENTS_FINAL_ANSWER_SPAN:
-            return None  # smolagents' closing final_answer call: the run's answer, not a tool step
+        if oi == sc.OI_TOOL and span.name in fw.INTERNAL_TOOL_SPANS:
+            return None  # smolagents' final_answer, DSPy ReAct's finish: the framework's, not a tool step
+        if oi == sc.OI_LLM and span.name.endswith(fw.NOT_MODEL_CALL_SUFFIXES):
+            return None  # LlamaIndex preparing a call, not a call
         return _OI_KIND.get(oi)
     name = span.name
+    kind = fw.framework_kind(name, attrs)
+    if kind is not None:
+        return kind  # type: ignore[return-value]
     if name == sc.AE_CONFIRMATION_SPAN:
         return CONFIRMATION
     if sc.TOOL_NAME in attrs and name.startswith(sc.NAME_EXECUTE_TOOL):
@@ -89,7 +96,10 @@ def is_agent_at_start(span: Any) -> bool:
         op = attrs.get(sc.OPERATION_NAME)
         if op is not None:
             return op == sc.OP_INVOKE_AGENT
-        if attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+        oi = attrs.get(sc.OI_SPAN_KIND)
+        if oi == sc.OI_AGENT:
+            return True
+        if oi is None and fw.framework_kind(span.name, attrs) == fw.AGENT:
             return True
     name = span.name
     return name.startswith(sc.NAME_INVOKE_AGENT) or name == sc.NAME_LEGACY_AGENT
@@ -97,9 +107,9 @@ def is_agent_at_start(span: Any) -> bool:
 
 def agent_name_at_start(span: Any) -> str | None:
     attrs = attributes_of(span)
-    name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    name = fw.agent_name_of(attrs)
     if name:
-        return str(name)
+        return name
     guess = name_from_span_name(span.name)
     if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         node = attrs.get(sc.OI_GRAPH_NODE_ID)  # CrewAI (event listener) has it at start
@@ -143,6 +153,10 @@ def usage(attrs: dict[str, Any]) -> tuple[str | None, int, int]:
         if out is None:
             out = attrs.get(sc.OI_COMPLETION_TOKENS)
     model = attrs.get(sc.RESPONSE_MODEL) or attrs.get(sc.REQUEST_MODEL) or attrs.get(sc.OI_MODEL_NAME)
+    if inp is None and out is None and not model:
+        found = fw.usage_in_output(attrs)  # Haystack: only in the recorded reply (content tracing on)
+        if found is not None:
+            model, inp, out = found
     return (model if type(model) is str else (str(model) if model else None),
             inp if type(inp) is int and 0 <= inp <= _MAX_TOKENS else _int(inp),
             out if type(out) is int and 0 <= out <= _MAX_TOKENS else _int(out))
@@ -166,7 +180,7 @@ def agent_span(span: Any, attrs: dict[str, Any] | None = None) -> AgentSpan:
     span = view(span)
     if attrs is None:
         attrs = attributes_of(span)
-    name: Any = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
+    name: Any = fw.agent_name_of(attrs)
     if not name and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         name = attrs.get(sc.OI_GRAPH_NODE_ID) or oi_agent_from_span_name(span._name)  # CrewAI; smolagents
     inp = attrs.get(sc.AGG_INPUT_TOKENS)

@@ -12,11 +12,13 @@ import threading
 from typing import Any
 
 from . import _semconv as sc
-from . import extract
+from . import extract, frameworks
 from .dispatch import Dispatch
 from .rules import Check
+from .tool_steps import merge_nested
 from .trajectory import Trajectory
 
+MAX_OPEN_TOOLS = 1024  # open tool spans of one run remembered for merging
 FINISH = "finish"  # an Arrival that finalises the run early (eviction, flush, shutdown)
 
 
@@ -40,7 +42,7 @@ class Run:
     """One agent run's place in the engine: its identity, its agent, its trajectory once it has one."""
 
     __slots__ = ("agent_name", "attributes", "busy", "check", "closed", "done", "inbox", "is_agent", "key", "named",
-                 "queued_at", "seen_at", "service", "start_ns", "tool_row", "trace_id", "traj")
+                 "nested", "open_tools", "queued_at", "seen_at", "service", "start_ns", "tool_row", "trace_id", "traj")
 
     def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
         self.key = key  # span id of the key span (in process), or trace id (keyed by trace)
@@ -60,6 +62,42 @@ class Run:
         self.busy = threading.Lock()  # held by the thread applying its events; only ever tried, never waited on
         self.queued_at = 0  # engine clock: its place in the eviction order (second chance)
         self.seen_at = 0  # engine clock: its last span
+        # one tool call recorded by two instrumentations, one span inside the other (AutoGen + OpenInference):
+        self.open_tools: dict[int, str] | None = None  # tool span id -> its tool, from its start to its end
+        self.nested: dict[int, Any] | None = None  # outer tool span id -> the inner span's step, until it ends
+
+    def open_tool(self, span_id: int, attrs: dict[str, Any]) -> None:
+        """An OpenInference tool span started: one that may wrap the framework's own span of the same
+        call (bounded: past the cap, calls are not merged). Only these are remembered, so runs of
+        one instrumentation pay nothing on the span path."""
+        name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
+        if type(name) is str and name:
+            tools = self.open_tools
+            if tools is None:
+                tools = self.open_tools = {}
+            if len(tools) < MAX_OPEN_TOOLS:
+                tools[span_id] = name
+
+    def nest(self, step: Any, span_id: int, parent_id: int | None) -> Any:
+        """One tool call, one step: a tool step whose parent is an open tool span of the same tool is
+        held until that span ends, then merged into its step (returned); None while it is held."""
+        tools = self.open_tools
+        if tools is None:
+            return step
+        tools.pop(span_id, None)
+        if parent_id is not None and tools.get(parent_id) == step.tool:
+            if self.nested is None:
+                self.nested = {}
+            self.nested[parent_id] = step
+            return None
+        inner = self.nested.pop(span_id, None) if self.nested else None
+        return step if inner is None else merge_nested(step, inner)
+
+    def held_steps(self) -> list[Any]:
+        """Inner steps still held when the run ends (their outer span never ended): kept as they are."""
+        held = list(self.nested.values()) if self.nested else []
+        self.nested = None
+        return held
 
     def rename(self, name: str, named: bool, limits: Any) -> None:
         """The run's agent is now ``name``: its trajectory, budget and rule view follow."""
@@ -75,8 +113,7 @@ class Run:
 
 def explicit_agent_name(attrs: dict[str, Any]) -> str | None:
     """The agent name a span states outright (GenAI semconv, OpenInference, legacy)."""
-    name = attrs.get(sc.AGENT_NAME) or attrs.get(sc.OI_AGENT_NAME) or attrs.get(sc.LEGACY_AGENT_NAME)
-    return str(name) if name else None
+    return frameworks.agent_name_of(attrs)
 
 
 def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | None:

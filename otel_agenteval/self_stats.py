@@ -13,6 +13,8 @@ def new_stats() -> dict[str, Any]:
         "conversations_evicted": {"capacity": 0, "ttl": 0},
         "tool_calls": {},  # (service, agent, tool, ok) -> count, made from the assembler's rows when read
         "late": 0,
+        "model_only_runs": 0,  # traces of model calls alone (no agent span, no tool): not agent runs
+        "unread": {},  # instrumentation scope -> spans that look like agent work and were not read
         "steps_dropped": 0,
         "routes_dropped": 0,
         "dropped": {"reentrant": 0, "duplicate": 0, "after_shutdown": 0, "queue_full": 0,

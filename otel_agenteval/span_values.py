@@ -74,22 +74,6 @@ def adk_error(response: Any) -> str | None:
     return None
 
 
-def unwrap_call(raw: Any) -> Any:
-    """smolagents' tool input ``{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}``
-    -> the model's arguments (``kwargs``); anything else as it is."""
-    value = _json_object(raw, sc.SMOLAGENTS_CALL_PREFIX)
-    if value is None or not value.keys() <= sc.SMOLAGENTS_CALL_KEYS:
-        return raw
-    args, kwargs = value.get("args") or [], value.get("kwargs")
-    if type(kwargs) is not dict or type(args) is not list:
-        return raw
-    if not args:
-        return kwargs
-    if len(args) == 1 and type(args[0]) is dict and not kwargs:
-        return args[0]  # the arguments passed as one dict
-    return {"args": args, **kwargs}
-
-
 def conversation(attrs: dict[str, Any]) -> str | None:
     cid = attrs.get(sc.CONVERSATION_ID) or attrs.get(sc.OI_SESSION_ID)
     return str(cid) if cid else None

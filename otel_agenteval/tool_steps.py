@@ -8,35 +8,38 @@ from typing import Any, Final
 from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
-from .span_values import adk_error, conversation, error_type_of, find_event_attr, unwrap_call
+from . import frameworks as fw
+from .span_values import adk_error, conversation, error_type_of, find_event_attr
 from .spans import UNSET_STATUS, attributes_of, view
 from .trajectory import ToolStep
 
 # Final: read from C statics when compiled, not the module's globals
 _ERROR: Final = StatusCode.ERROR
 _UNSET: Final = UNSET_STATUS
+_TRUE: Final = (True, "true", "True")
 
 
 def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
     if attrs is None:
         attrs = attributes_of(span)
-    name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
-    if name:
-        return str(name)
+    for key in fw.TOOL_NAME_KEYS:
+        name = attrs.get(key)
+        if name:
+            return str(name)
     if span.name.startswith(sc.NAME_EXECUTE_TOOL):
         return span.name[len(sc.NAME_EXECUTE_TOOL) :].strip() or "unknown"
     if attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL:
-        return span.name or "unknown"
+        return fw.tool_name_from_span_name(span.name) or "unknown"  # DSPy: <tool>.__call__
     return "unknown"
 
 
 class SpanToolStep(ToolStep):
     """A tool step that reads what rules may never need from its span's attributes, on first use."""
 
-    __slots__ = ("_attrs", "_events")
+    __slots__ = ("_attrs", "_events", "scope")
 
     def __init__(self, tool: str, start_ns: int, end_ns: int, span_id: int, trace_id: int, ok: bool,
-                 attrs: dict[str, Any], events: Any) -> None:
+                 attrs: dict[str, Any], events: Any, scope: Any = None) -> None:
         self.tool = tool
         self.start_ns = start_ns
         self.end_ns = end_ns
@@ -48,6 +51,7 @@ class SpanToolStep(ToolStep):
         self._key = None
         self._attrs = attrs
         self._events = events
+        self.scope = scope  # the span's instrumentation scope, where it has one (tells a framework apart)
 
     @property
     def raw_arguments(self) -> Any:
@@ -55,13 +59,16 @@ class SpanToolStep(ToolStep):
         args = a.get(sc.TOOL_CALL_ARGUMENTS)
         if args is None:
             args = a.get(sc.OI_INPUT_VALUE)
-            if args is not None:
-                return unwrap_call(args)
-            args = a.get(sc.ADK_TOOL_CALL_ARGS)
+            if args is None:
+                args = a.get(sc.ADK_TOOL_CALL_ARGS)
             if args is None:
                 args = a.get(sc.LEGACY_TOOL_ARGUMENTS)
-                if args is None and self._events:  # Strands default mode: content only in events
-                    args = find_event_attr(self._events, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
+            if args is None:
+                args = fw.first_of(a, fw.ARGUMENT_KEYS)
+            if args is None and self._events:  # Strands default mode: content only in events
+                args = find_event_attr(self._events, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
+        if type(args) is str and args.startswith(fw.ENVELOPE_PREFIXES):
+            return fw.unwrap_arguments(args)  # the framework's envelope taken off, in one place
         return args
 
     @property
@@ -74,13 +81,18 @@ class SpanToolStep(ToolStep):
                 result = a.get(sc.ADK_TOOL_RESPONSE)
             if result is None:
                 result = a.get(sc.LEGACY_TOOL_RESPONSE)
+                if result is None:
+                    result = fw.first_of(a, fw.RESULT_KEYS)
                 if result is None and self._events:
                     result = find_event_attr(self._events, sc.EVENT_CHOICE, sc.EVENT_ATTR_MESSAGE)
         return result
 
     @property
     def call_id(self) -> str | None:
-        cid = self._attrs.get(sc.TOOL_CALL_ID)
+        a = self._attrs
+        cid = a.get(sc.TOOL_CALL_ID)
+        if cid is None:
+            cid = fw.first_of(a, fw.CALL_ID_KEYS)
         return str(cid) if cid else None
 
     @property
@@ -120,7 +132,8 @@ def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None
         end_ns = span._end_time or 0
     tool = attrs.get(sc.TOOL_NAME)
     return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events)
+                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events,
+                        getattr(span, "_instrumentation_scope", None))
 
 
 def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
@@ -131,5 +144,31 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     flag = attrs.get(sc.TOOL_STATUS)
     if flag is not None:
         return flag != "error"
+    for key in fw.ERROR_FLAGS:  # Haystack: haystack.tool.error=True, status left UNSET
+        if attrs.get(key) in _TRUE:
+            return False
     response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
     return response is None or adk_error(response) is None
+
+
+class NestedToolStep(ToolStep):
+    """One call recorded by two tool spans, one inside the other: the outer span's step, with the
+    inner's failure, and whichever recorded the arguments, result and call id."""
+
+    __slots__ = ("span_attributes",)
+
+    def __init__(self, outer: ToolStep, inner: ToolStep) -> None:
+        args = outer.raw_arguments
+        result = outer.raw_result
+        ok = outer.ok and inner.ok
+        super().__init__(outer.tool, outer.start_ns, outer.end_ns, outer.span_id, outer.trace_id, ok,
+                         None if ok else (inner.error_type if not inner.ok else outer.error_type),
+                         inner.call_id or outer.call_id, args if args is not None else inner.raw_arguments,
+                         result if result is not None else inner.raw_result,
+                         outer.conversation_id or inner.conversation_id, outer.agent_name or inner.agent_name,
+                         outer.approved or inner.approved)
+        self.span_attributes = {**getattr(inner, "span_attributes", {}), **getattr(outer, "span_attributes", {})}
+
+
+def merge_nested(outer: ToolStep, inner: ToolStep) -> ToolStep:
+    return NestedToolStep(outer, inner)

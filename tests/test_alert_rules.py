@@ -141,6 +141,8 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("AgentEvalSpansDropped", "every reason counted", _replace('{reason="queue_full"}', "")),
     ("AgentUncheckedCalls", "born-above-zero branch dropped", _first_branch_only),
     ("AgentUncheckedCalls", "window 1h -> 5m", _replace("[1h]", "[5m]")),
+    ("AgentUnreadSpans", "born-above-zero branch dropped", _first_branch_only),
+    ("AgentUnreadSpans", "window 1h -> 5m", _replace("[1h]", "[5m]")),
 ]
 
 

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 from conftest import SERVICE, Harness
-from structlog.testing import capture_logs
+from opentelemetry import trace
+from structlog.testing import CapturingLogger, capture_logs
 
+from otel_agenteval import blindspots
 from otel_agenteval.blindspots import capture_setting, checked_tools
 from otel_agenteval.policy import Policy
 
@@ -102,3 +104,18 @@ def test_agent_framework_names_its_setting(make_processor: Any) -> None:
         h.end(root, 2)
     assert warnings(logs) == [("no_arguments", "create_claim",
                                "ENABLE_SENSITIVE_DATA=true (or enable_instrumentation(enable_sensitive_data=True))")]
+
+
+def test_semantic_kernel_told_by_its_instrumentation_scope(make_processor: Any, monkeypatch: Any) -> None:
+    """Semantic Kernel's tool spans carry nothing of their own: its scope names it (live, OTLP)."""
+    h: Harness = make_processor(POLICY)
+    sk = h.provider.get_tracer("semantic_kernel.functions.kernel_function")
+    logs = CapturingLogger()  # the logger itself: CLI commands run in-process configure structlog globally
+    monkeypatch.setattr(blindspots, "log", logs)
+    root = h.agent("support")
+    ctx = trace.set_span_in_context(root)
+    sk.start_span("execute_tool create_claim", context=ctx, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "create_claim"}).end()
+    h.end(root, 2)
+    assert [c.kwargs["setting"] for c in logs.calls] == [
+        "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"]

@@ -117,7 +117,7 @@ def test_agent_queries_honour_both_variables() -> None:
             name, labels = selector
             per_agent = not name.startswith(("agenteval_spans", "agenteval_late", "agenteval_steps_dropped",
                                              "agenteval_processor", "agenteval_open", "agenteval_conversations",
-                                             "agenteval_trajectories_evicted"))
+                                             "agenteval_trajectories_evicted", "agenteval_unread"))
             if per_agent:
                 assert 'service_name=~"$service_name"' in labels and 'agent_name=~"$agent_name"' in labels, \
                     (p["title"], expr)

@@ -6,6 +6,7 @@ Spans come from the real SDK (``trace_files.record_scenario``), are seen live by
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from conftest import ISSUE_POLICY
 from otel_agenteval import Policy, Trajectory, Violation
 from otel_agenteval.cli import main
 from otel_agenteval.replay import replay
+from otel_agenteval.replay.feed import GRACE_NS
 
 
 def view(t: Trajectory) -> dict[str, Any]:
@@ -111,11 +113,27 @@ def test_held_spans_are_bounded(live: Any, tmp_path: Path) -> None:
 
 
 def test_late_span_after_root_is_counted(live: Any, tmp_path: Path) -> None:
+    """A child that ends past the grace after its root (GRACE_NS of span time) is late."""
     _, spans = live
     root_at = next(i for i, s in enumerate(spans) if s.name == "invoke_agent support")
-    moved = [*spans[:root_at - 1], spans[root_at], spans[root_at - 1], *spans[root_at + 1:]]
+    child = copy.copy(spans[root_at - 1])
+    child._end_time = spans[root_at].end_time + 2 * GRACE_NS  # type: ignore[attr-defined]
+    moved = [*spans[:root_at - 1], *spans[root_at:], child]
     result = replay([tf.sdk_json_objects(moved, tmp_path / "late.json")], Policy.from_yaml(ISSUE_POLICY))
     assert result.engine_stats["late"] == 1
+
+
+def test_child_ending_just_after_its_root_belongs_to_the_run(live: Any, tmp_path: Path) -> None:
+    """Issue 25: AutoGen + OpenInference end the agent's span a few ms after the run's root; the
+    run keeps its steps (it does not lose them as late spans)."""
+    h, spans = live
+    root_at = next(i for i, s in enumerate(spans) if s.name == "invoke_agent support")
+    child = copy.copy(spans[root_at - 1])
+    child._end_time = spans[root_at].end_time + 5_000_000  # type: ignore[attr-defined]  # 5 ms after
+    moved = [*spans[:root_at - 1], spans[root_at], child, *spans[root_at + 1:]]
+    result = replay([tf.sdk_json_objects(moved, tmp_path / "late.json")], Policy.from_yaml(ISSUE_POLICY))
+    assert result.engine_stats["replay"]["late"] == 0
+    assert [len(t.steps) for t in result.trajectories] == [len(t.steps) for t in h.trajectories]
 
 
 # --- the command ---------------------------------------------------------------------------------

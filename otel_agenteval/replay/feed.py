@@ -3,7 +3,8 @@
 A file holds only finished spans, but the engine learns a run's agent (and so its budget)
 when the agent span *starts*: in pure end-only mode a tool call that breaks a rule before the
 agent span ends is blamed on ``unknown``. So spans are held per trace until the trace's local
-root ends, then played through ``Engine.start``/``Engine.end`` in time order: each span's start
+root ends and :data:`GRACE_NS` of span time has passed (children that end a few milliseconds
+after their root, as AutoGen + OpenInference's agent span does, still belong to its run), then played through ``Engine.start``/``Engine.end`` in time order: each span's start
 before the first end that comes after it, ends in file order. Results then match the live
 processor's for the same spans.
 
@@ -31,13 +32,28 @@ def remember(memory: OrderedDict[int, None], tid: int) -> None:
         memory.popitem(last=False)
 
 
+GRACE_NS = 1_000_000_000  # span time a trace waits after its root ends for children that end later
+
+
+class _Rooted:
+    """A trace whose local root(s) ended: played once a span ends ``GRACE_NS`` after the first
+    (AutoGen + OpenInference end the agent's span a few milliseconds after the run's root)."""
+
+    __slots__ = ("due_ns", "roots")
+
+    def __init__(self, root: RecordedSpan, due_ns: int) -> None:
+        self.roots = [root]
+        self.due_ns = due_ns
+
+
 class Feeder:
-    __slots__ = ("_end_only", "_engine", "_max", "_pending", "_played", "_size", "stats")
+    __slots__ = ("_end_only", "_engine", "_max", "_pending", "_played", "_rooted", "_size", "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000) -> None:
         self._engine = engine
         self._max = max_spans
         self._pending: dict[int, list[RecordedSpan]] = {}  # trace id -> spans waiting for their root
+        self._rooted: dict[int, _Rooted] = {}  # trace id -> its ended roots, until their grace has passed
         self._size = 0
         self._played: OrderedDict[int, None] = OrderedDict()
         self._end_only: OrderedDict[int, None] = OrderedDict()
@@ -53,14 +69,15 @@ class Feeder:
                 stats["spans_end_only"] += 1
                 engine.end(span)
                 continue
-            if parent is None or parent[2]:  # a local root ended: its subtree is complete
-                held = pending.get(tid)
-                if held is None:
-                    engine.start(span)
-                    engine.end(span)
+            rooted = self._rooted
+            if rooted and next(iter(rooted.values())).due_ns <= span._end_time:
+                self._play_due(span._end_time)
+            if parent is None or parent[2]:  # a local root ended: its subtree is complete after the grace
+                r = rooted.get(tid)
+                if r is None:
+                    rooted[tid] = _Rooted(span, span._end_time + GRACE_NS)
                 else:
-                    self._play_subtree(tid, held, span)
-                remember(self._played, tid)
+                    r.roots.append(span)
                 continue
             held = pending.get(tid)
             if held is None:
@@ -76,6 +93,7 @@ class Feeder:
 
     def close(self) -> None:
         """Feed what is still held (end-only), then finalise every open trajectory."""
+        self._play_due(None)
         for tid, held in list(self._pending.items()):
             if tid in self._played:
                 self.stats["late"] += len(held)
@@ -89,7 +107,28 @@ class Feeder:
         self._engine.finalise_all("shutdown")
 
     # --- internals ----------------------------------------------------------------------------
+    def _play_due(self, now_ns: int | None) -> None:
+        """Play the rooted traces whose grace has passed by ``now_ns`` (span time; None: all)."""
+        rooted = self._rooted
+        while rooted:
+            tid, r = next(iter(rooted.items()))
+            if now_ns is not None and r.due_ns > now_ns:
+                return
+            del rooted[tid]
+            for root in r.roots:
+                held = self._pending.get(tid)
+                if held is None:
+                    self._engine.start(root)
+                    self._engine.end(root)
+                else:
+                    self._play_subtree(tid, held, root)
+            remember(self._played, tid)
+
     def _give_up(self, tid: int) -> None:
+        if self._rooted:  # rooted traces waiting for late children go first, played as they are
+            self._play_due(None)
+            if tid not in self._pending:
+                return
         held = self._pending.pop(tid)
         self._size -= len(held)
         self.stats["traces_end_only"] += 1

@@ -70,15 +70,23 @@ def create_claim(order_id: str, reason: str) -> dict[str, Any]:
 TOOLS: list[Callable[..., Any]] = [lookup_order, get_policy, create_claim]
 
 
+def policy_for(tool_prefix: str = "") -> Policy:
+    """The scenario's policy, for tools named ``<prefix><tool>`` on spans (Semantic Kernel: ``orders-``)."""
+    if not tool_prefix:
+        return POLICY
+    claim = f"{tool_prefix}create_claim"
+    return Policy.from_dict({"tools": {claim: {"write": True}}, "outcome": {"success_when": [claim]}})
+
+
 def expected(*, arguments: bool = True, llm_calls: int = N_LLM, tokens: tuple[int, int] = (600, 35),
-             agent: str = AGENT) -> dict[str, Any]:
+             agent: str = AGENT, tool_prefix: str = "") -> dict[str, Any]:
     """The figures of one run. ``arguments=False``: the framework records none (content capture
     off), so no duplicate can be seen and both create_claim calls count as unchecked."""
     calls: dict[str, float] = {}
     for (name, _), ok in zip(TURNS, TOOL_OK):
-        key = f"{agent}/{name}/{'ok' if ok else 'error'}"
+        key = f"{agent}/{tool_prefix}{name}/{'ok' if ok else 'error'}"
         calls[key] = calls.get(key, 0.0) + 1.0
-    unchecked = {} if arguments else {f"{agent}/create_claim/no_arguments": 2.0}
+    unchecked = {} if arguments else {f"{agent}/{tool_prefix}create_claim/no_arguments": 2.0}
     if llm_calls and not any(tokens):
         unchecked[f"{agent}//no_token_usage"] = 1.0
     return {
@@ -86,7 +94,7 @@ def expected(*, arguments: bool = True, llm_calls: int = N_LLM, tokens: tuple[in
         "tool_calls": dict(sorted(calls.items())),
         "tokens": [tokens],
         "llm_calls": [llm_calls],
-        "steps": [[(name, ok) for (name, _), ok in zip(TURNS, TOOL_OK)]],
+        "steps": [[(tool_prefix + name, ok) for (name, _), ok in zip(TURNS, TOOL_OK)]],
         "arguments": [[args if arguments else {} for _, args in TURNS]],
         "duplicate_write": 1.0 if arguments else 0.0,
         "unchecked": unchecked,
@@ -104,13 +112,14 @@ class Run:
     """
 
     set_global: bool = False
+    policy: Policy = POLICY
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     exporter: InMemorySpanExporter = field(default_factory=InMemorySpanExporter)
     trajectories: list[Trajectory] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.processor = TrajectoryProcessor(POLICY, registry=self.registry, on_trajectory=[self.trajectories.append],
+        self.processor = TrajectoryProcessor(self.policy, registry=self.registry, on_trajectory=[self.trajectories.append],
                                              on_violation=[self.violations.append])
         self.provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -162,11 +171,11 @@ def live(run: Run) -> dict[str, Any]:
                     [(tokens.get("input", 0), tokens.get("output", 0))], unchecked, dup)
 
 
-def replayed(path: Path | Sequence[Path]) -> dict[str, Any]:
+def replayed(path: Path | Sequence[Path], policy: Policy = POLICY) -> dict[str, Any]:
     """The same figures from ``replay`` of recorded spans (no processor, no on_start)."""
-    result = replay([path] if isinstance(path, Path) else list(path), POLICY)
+    result = replay([path] if isinstance(path, Path) else list(path), policy)
     blind_registry = CollectorRegistry()
-    blind = UncheckedCalls(blind_registry, checked_tools(POLICY.tools, POLICY.outcome.success_when), str)
+    blind = UncheckedCalls(blind_registry, checked_tools(policy.tools, policy.outcome.success_when), str)
     calls: dict[str, float] = {}
     for t in result.trajectories:
         blind.finished(t, t.service_name, t.agent_name)

@@ -3,7 +3,8 @@
 ``spans/`` holds what each framework emitted for the scenario of :mod:`scenario` (captured by the
 end-to-end tests' drivers with the framework versions in the file names; regenerate with
 ``OTEL_AGENTEVAL_CAPTURE_DIR=$PWD/tests/frameworks/spans bash .ci/frameworks.sh``; the google-adk 1.39.1 file
-came from the same scenario run by hand in a google-adk 1.x environment). They run here in the main
+came from the same scenario run by hand in a google-adk 1.x environment; the round-2 files of issue 25
+were made by the round-2 capture scripts, see ``capture/ROUND2.md``). They run here in the main
 environment, compiled and plain, whichever frameworks are installed: the "live" side plays them
 as SDK ``ReadableSpan`` objects through a real ``TrajectoryProcessor`` (``on_start`` then
 ``on_end`` in time order), the replay side through ``replay``.
@@ -18,9 +19,11 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, Status, TraceFlags
-from scenario import Run, expected, live, replayed
+from scenario import POLICY, Run, expected, live, policy_for, replayed
+from structlog.testing import CapturingLogger
 
-from otel_agenteval.replay import iter_spans
+from otel_agenteval import Policy, blindspots
+from otel_agenteval.replay import iter_spans, replay
 
 SPANS = Path(__file__).parent / "spans"
 
@@ -42,7 +45,34 @@ CASES: dict[str, dict[str, Any]] = {
     "agent-framework-core-1.23.0_sensitive.json": {},
     "strands-agents-1.62.0_default.json": {},
     "strands-agents-1.62.0_latest.json": {},
+    # --- round 2 (issue 25): made by the round-2 capture scripts, versions in ../capture/ROUND2.md
+    "openllmetry-langchain-0.62.4_default.json": {},  # arguments: `inputs` of LangChain's callback envelope
+    "traceloop-sdk-0.62.4_default.json": {},  # @agent/@tool: traceloop.span.kind, traceloop.entity.input
+    # LlamaIndex names its agent only inside a Python repr (current_agent_name='...'): unknown
+    "llama-index-core-0.14.25_openinference-4.6.1.json": {"agent": "unknown"},
+    # streaming (the framework's default): the OpenAI integration asks for no usage, no tokens exist
+    "llama-index-core-0.14.25_openinference-4.6.1_streaming.json": {"agent": "unknown", "tokens": (0, 0)},
+    # AutoGen's own spans: no model calls, never arguments (it has no setting for them)
+    "autogen-agentchat-0.7.5_default.json": {"arguments": False, "llm_calls": 0, "tokens": (0, 0)},
+    # + OpenInference: each call is two nested tool spans, one step
+    "autogen-agentchat-0.7.5_openinference-0.1.22.json": {"llm_calls": 0, "tokens": (0, 0)},
+    # zero config: only the tool spans, under a root that names no agent
+    "semantic-kernel-1.45.0_default.json": {"arguments": False, "llm_calls": 0, "tokens": (0, 0), "agent": "unknown",
+                                            "tool_prefix": "orders-"},
+    "semantic-kernel-1.45.0_diagnostics.json": {"arguments": False, "tool_prefix": "orders-"},
+    "semantic-kernel-1.45.0_sensitive.json": {"tool_prefix": "orders-"},
+    # tokens and arguments only with HAYSTACK_CONTENT_TRACING_ENABLED=true
+    "haystack-ai-3.4.1_default.json": {"arguments": False, "tokens": (0, 0)},
+    "haystack-ai-3.4.1_content.json": {},
+    # ReAct: a sixth model call (its extract step); no agent name; OpenInference's DSPy LM spans carry no tokens
+    "dspy-3.4.1_openinference-0.1.48.json": {"agent": "unknown", "llm_calls": 6, "tokens": (0, 0)},
+    "agno-3.1.10_openinference-1.0.15.json": {},
+    "ag2-1.2.1_default.json": {},
+    "vercel-ai-6.0.326_default.otlp.json": {},  # OTLP/JSON as the AI SDK's serializer writes it
+    "vercel-ai-6.0.326_no-io.otlp.json": {"arguments": False},  # recordInputs: false
 }
+# a model gateway: model spans only, no agent or tool span -> model calls, not agent runs
+GATEWAYS = {"litellm-1.110.2_gateway.json"}
 
 
 def sdk_span(r: Any) -> ReadableSpan:
@@ -57,8 +87,8 @@ def sdk_span(r: Any) -> ReadableSpan:
                         end_time=r._end_time)
 
 
-def play_live(path: Path) -> Run:
-    run = Run()
+def play_live(path: Path, policy: Policy = POLICY) -> Run:
+    run = Run(policy=policy)
     spans = [sdk_span(r) for r in iter_spans([path])]
     timeline = sorted([(s.start_time, 0, i) for i, s in enumerate(spans)] +
                       [(s.end_time, 1, i) for i, s in enumerate(spans)])
@@ -71,10 +101,43 @@ def play_live(path: Path) -> Run:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_captured_spans_live_and_replayed(name: str) -> None:
     want = expected(**CASES[name])
+    policy = policy_for(CASES[name].get("tool_prefix", ""))
     path = SPANS / name
-    assert live(play_live(path)) == want
-    assert replayed(path) == want
+    assert live(play_live(path, policy)) == want
+    assert replayed(path, policy) == want
+
+
+@pytest.mark.parametrize("name", sorted(GATEWAYS))
+def test_model_gateway_spans_are_not_agent_runs(name: str) -> None:
+    path = SPANS / name
+    run = play_live(path)
+    assert run.trajectories == [] and live(run)["tool_calls"] == {}
+    assert run.processor.engine.stats["spans"]["llm"] == 5
+    assert replay([path], POLICY).trajectories == []
 
 
 def test_every_captured_file_has_a_case() -> None:
-    assert sorted(p.name for p in SPANS.glob("*.json")) == sorted(CASES)
+    assert sorted(p.name for p in SPANS.glob("*.json")) == sorted([*CASES, *GATEWAYS])
+
+
+# where a framework records no arguments, the warning names its own setting (or says it has none)
+SETTINGS = {
+    "autogen-agentchat-0.7.5_default.json": ("AutoGen 0.7", "no setting: AutoGen's own tool spans never carry "
+                                             "arguments (add openinference-instrumentation-autogen-agentchat)"),
+    "semantic-kernel-1.45.0_default.json": ("Semantic Kernel",
+                                            "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
+    "haystack-ai-3.4.1_default.json": ("Haystack", "HAYSTACK_CONTENT_TRACING_ENABLED=true"),
+    "vercel-ai-6.0.326_no-io.otlp.json": ("Vercel AI SDK", "experimental_telemetry: { recordInputs: true } (the default)"),
+    "agent-framework-core-1.23.0_default.json": (
+        "Microsoft Agent Framework", "ENABLE_SENSITIVE_DATA=true (or enable_instrumentation(enable_sensitive_data=True))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_no_arguments_warning_names_the_frameworks_setting(name: str, monkeypatch: Any) -> None:
+    logs = CapturingLogger()  # the logger itself: CLI commands run in-process configure structlog globally
+    monkeypatch.setattr(blindspots, "log", logs)
+    play_live(SPANS / name, policy_for(CASES[name].get("tool_prefix", "")))
+    said = [(c.kwargs["framework"], c.kwargs["setting"]) for c in logs.calls
+            if c.args[0].startswith("agenteval.unchecked") and c.kwargs.get("tool")]
+    assert said == [SETTINGS[name]]

@@ -1,0 +1,73 @@
+"""Never silently blind (issue 25): spans that look like agent work but are read as nothing count in
+``agenteval_unread_spans_total{scope}`` and are said once per scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import Harness
+from structlog.testing import CapturingLogger
+
+from otel_agenteval import unread
+from otel_agenteval.unread import MAX_SCOPES
+
+
+@pytest.fixture
+def logs(monkeypatch: Any) -> CapturingLogger:
+    """The module's logger, captured directly: CLI commands run in-process elsewhere configure
+    structlog globally (cached), so ``structlog.testing.capture_logs()`` is not reliable here."""
+    captured = CapturingLogger()
+    monkeypatch.setattr(unread, "log", captured)
+    return captured
+
+
+def unread_logs(logs: CapturingLogger) -> list[str]:
+    return [c.kwargs["scope"] for c in logs.calls if c.args[0].startswith("agenteval.unread")]
+
+
+def test_genai_span_of_an_unknown_instrumentation_is_counted_and_said_once(make_processor: Any,
+                                                                           logs: CapturingLogger) -> None:
+    h: Harness = make_processor()
+    tracer = h.provider.get_tracer("acme.genai.instrumentation", "0.1")
+    for _ in range(3):  # gen_ai.* attributes, no operation the product knows: a model call it cannot read
+        span = tracer.start_span("acme.generate", attributes={"gen_ai.system": "acme",
+                                                              "gen_ai.request.model": "m-1"})
+        span.end()
+    root = h.agent("support")
+    h.tool(root, "lookup_order", {"order_id": "1"}, at=1)
+    h.end(root, 2)
+    assert h.value("agenteval_unread_spans_total", scope="acme.genai.instrumentation") == 3.0
+    assert unread_logs(logs) == ["acme.genai.instrumentation"]
+    assert h.value("agenteval_spans_total", kind="tool") == 1.0
+
+
+def test_unknown_operation_counts_but_known_structure_and_plain_spans_do_not(make_processor: Any,
+                                                                             logs: CapturingLogger) -> None:
+    h: Harness = make_processor()
+    for name, attrs in [
+        ("http GET", {"http.request.method": "GET", "url.full": "http://x"}),  # not agent work
+        ("create_agent a", {"gen_ai.operation.name": "create_agent"}),  # known: not a step
+        ("Chain.run", {"openinference.span.kind": "CHAIN", "input.value": "{}"}),
+        ("haystack.pipeline.run", {"haystack.pipeline.max_runs_per_component": 100}),
+        ("raw_gen_ai_request", {"llm.openai.model": "m"}),  # LiteLLM's provider request
+        ("finish.__call__", {"openinference.span.kind": "TOOL", "input.value": "{}"}),  # DSPy ReAct's own
+        ("plan", {"gen_ai.operation.name": "plan_steps"}),  # an operation the product does not read
+        ("retrieve", {"openinference.span.kind": "MYSTERY"}),
+    ]:
+        h.end(h.start(name, attrs=attrs), 1)
+    assert h.value("agenteval_unread_spans_total", scope="tests") == 2.0
+    assert unread_logs(logs) == ["tests"]
+
+
+def test_scope_label_is_made_safe_and_bounded(make_processor: Any, logs: CapturingLogger) -> None:
+    h: Harness = make_processor()
+    for i in range(MAX_SCOPES + 5):
+        tracer = h.provider.get_tracer(f"scope-{i}\n" + "x" * 300)
+        tracer.start_span("s", attributes={"llm.model_name": "m"}).end()
+    samples = [s for f in h.registry.collect() if f.name == "agenteval_unread_spans" for s in f.samples
+               if s.name == "agenteval_unread_spans_total" and s.labels["scope"] != "unknown"]
+    assert len(samples) == MAX_SCOPES + 1  # 64 scopes and "other" (and "unknown" at 0, from the start)
+    assert all("\n" not in s.labels["scope"] and len(s.labels["scope"]) <= 120 for s in samples)
+    assert h.value("agenteval_unread_spans_total", scope="other") == 5.0
+    assert len(unread_logs(logs)) == MAX_SCOPES
