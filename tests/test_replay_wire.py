@@ -291,3 +291,15 @@ def test_values_repeated_across_spans_read_right_and_once_in_c() -> None:
         defs = [a["defs"] for a in attrs]
         assert defs[0] is defs[1] and defs[2] is not defs[0]
         assert attrs[0]["short"] is attrs[1]["short"] is attrs[3]["short"]
+
+
+def test_a_field_number_past_protobufs_largest_is_given_up(read: Reader) -> None:
+    """Found by benchmarks/fuzz_wire_c.py: a tag of field number 2^29 or more (here, wire type 5)
+    was skipped as an unknown field, and the body read as no spans; protobuf refuses it."""
+    data = bytes.fromhex("858080808080807f800a8080")
+    assert reference(data) == "DecodeError"
+    assert read(data) is None
+    good = request(1).SerializeToString()
+    past, largest = bytes.fromhex("8580808010"), bytes.fromhex("fdffffff0f")  # fields 2^29 and 2^29 - 1, fixed32
+    assert reference(good + past + b"\0" * 4) == "DecodeError" and read(good + past + b"\0" * 4) is None
+    assert wire(good + largest + b"\0" * 4, read) == reference(good + largest + b"\0" * 4) == reference(good)

@@ -4,6 +4,7 @@
 #include "_wire_format.h"
 
 #define MAX_DEPTH 16         /* nested array / kvlist values; deeper ones are left to protobuf */
+#define MAX_FIELD 0x1FFFFFFF /* the largest field number protobuf takes */
 #define MAX_KEYS 4096        /* attribute keys decoded once and interned; past that, each time */
 #define MAX_KEY_BYTES 128
 #define KEY_SLOTS 8192       /* twice MAX_KEYS: open addressing stays short */
@@ -99,8 +100,8 @@ int skip(Buf d, Py_ssize_t *i, uint64_t tag, Py_ssize_t end, const char *fields)
     char what = number < strlen(fields) ? fields[number] : '-';
     uint64_t n;
     Py_ssize_t a;
-    if (number == 0)
-        return -1;  /* protobuf refuses field 0 */
+    if (number == 0 || number > MAX_FIELD)
+        return -1;  /* protobuf refuses field 0, and numbers past 2^29 - 1 */
     if (what == '-') {
         if (wire == 0)
             return varint(d, i, end, &n);
