@@ -303,3 +303,24 @@ def test_a_field_number_past_protobufs_largest_is_given_up(read: Reader) -> None
     past, largest = bytes.fromhex("8580808010"), bytes.fromhex("fdffffff0f")  # fields 2^29 and 2^29 - 1, fixed32
     assert reference(good + past + b"\0" * 4) == "DecodeError" and read(good + past + b"\0" * 4) is None
     assert wire(good + largest + b"\0" * 4, read) == reference(good + largest + b"\0" * 4) == reference(good)
+
+
+@pytest.mark.parametrize(("choice", "expected"), [
+    ("upb", "None"), ("python", "_python_wire_spans"), ("c", "native_spans"), ("uPb", "ValueError")])
+def test_the_reader_is_chosen_by_its_environment_variable(choice: str, expected: str) -> None:
+    """OTEL_AGENTEVAL_WIRE_READER picks protobuf's reader for an A/B (benchmarks/serve_throughput.py
+    --readers); a name it does not know is refused, naming the variable."""
+    import os
+    import subprocess
+    import sys
+
+    if choice == "c" and native_spans is None:
+        expected = "ValueError"  # the plain build has no C reader to pick
+    code = ("from otel_agenteval.replay import protobuf as p\n"
+            "print(getattr(p.WIRE_SPANS, '__name__', p.WIRE_SPANS))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "OTEL_AGENTEVAL_WIRE_READER": choice})
+    if expected == "ValueError":
+        assert out.returncode != 0 and f"OTEL_AGENTEVAL_WIRE_READER={choice!r}" in out.stderr
+    else:
+        assert out.returncode == 0 and out.stdout.strip() == expected, out.stderr
