@@ -161,6 +161,8 @@ def malformed(good: bytes) -> list[bytes]:
         good.replace(b"gen_ai", b"gen\xff\xfe", 1),  # bad UTF-8 in a key
         b"\x0a" + bytes([len(nested) + 2]) + b"\x0a" + bytes([len(nested)]) + nested,
         b"", b"\x00", b"\x0a\x00",
+        # what the fuzzer found (tests/test_replay_wire.py): a field number past 2^29 - 1, a 10-byte tag
+        bytes.fromhex("858080808080807f800a8080"), bytes.fromhex("8080b280808080808000808001"),
     ]
 
 
@@ -255,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = 0 if args.canary else write_seeds(corpus)
     runtime = Path(atheris.path()) / "asan_with_fuzzer.so"
     env = {**os.environ, "LD_PRELOAD": str(runtime),
-           "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:handle_abort=1",
+           "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:handle_abort=1:symbolize=0",
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
     cmd = [sys.executable, __file__, "--child", "canary" if args.canary else str(so)]
     if not args.canary:
@@ -264,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", cwd=ROOT)
     log = proc.stdout + proc.stderr
+    (work / "fuzz.log").write_text(log)
+    lines = log.splitlines()
+    at = next((k for k, line in enumerate(lines) if re.search(
+        r"ERROR: AddressSanitizer|runtime error:|Uncaught Python exception", line)), None)
     stats = {k.split("::")[1]: float(v) for k, v in re.findall(r"^(stat::\w+):\s+(\d+)", log, re.M) if k in STATS}
     cov = re.findall(r"\bcov: (\d+) ft: (\d+) corp: (\d+)", log)
     result = {"exit": proc.returncode, "seconds": round(time.perf_counter() - t0, 1), "seeds": seeds,
@@ -274,11 +280,10 @@ def main(argv: list[str] | None = None) -> int:
               "new_units": int(stats.get("new_units_added", 0)), "peak_rss_mb": int(stats.get("peak_rss_mb", 0)),
               "edges_covered": int(cov[-1][0]) if cov else 0, "features": int(cov[-1][1]) if cov else 0,
               "corpus": int(cov[-1][2]) if cov else 0, "crashes": sorted(p.name for p in crashes.iterdir()),
-              "finding": next((line for line in log.splitlines() if re.search(
-                  r"ERROR: AddressSanitizer|runtime error:|AssertionError|Uncaught Python exception", line)), None)}
+              "finding": None if at is None else "\n".join(lines[at:at + 12])}
     if proc.returncode != 0:
         print(log[-6000:], file=sys.stderr)
-        result["work_dir"] = str(work)  # kept: the crashing input is there
+        result["work_dir"] = str(work)  # kept: the crashing input and the whole log (fuzz.log) are there
     else:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2) if args.json else

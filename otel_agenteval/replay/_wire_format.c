@@ -4,7 +4,6 @@
 #include "_wire_format.h"
 
 #define MAX_DEPTH 16         /* nested array / kvlist values; deeper ones are left to protobuf */
-#define MAX_FIELD 0x1FFFFFFF /* the largest field number protobuf takes */
 #define MAX_KEYS 4096        /* attribute keys decoded once and interned; past that, each time */
 #define MAX_KEY_BYTES 128
 #define KEY_SLOTS 8192       /* twice MAX_KEYS: open addressing stays short */
@@ -100,8 +99,8 @@ int skip(Buf d, Py_ssize_t *i, uint64_t tag, Py_ssize_t end, const char *fields)
     char what = number < strlen(fields) ? fields[number] : '-';
     uint64_t n;
     Py_ssize_t a;
-    if (number == 0 || number > MAX_FIELD)
-        return -1;  /* protobuf refuses field 0, and numbers past 2^29 - 1 */
+    if (number == 0)
+        return -1;  /* protobuf refuses field 0 */
     if (what == '-') {
         if (wire == 0)
             return varint(d, i, end, &n);
@@ -151,7 +150,7 @@ int skip(Buf d, Py_ssize_t *i, uint64_t tag, Py_ssize_t end, const char *fields)
 static int check(Buf d, Py_ssize_t i, Py_ssize_t end, const char *fields) {
     uint64_t tag;
     while (i < end)
-        if (varint(d, &i, end, &tag) < 0 || skip(d, &i, tag, end, fields) < 0)
+        if (read_tag(d, &i, end, &tag) < 0 || skip(d, &i, tag, end, fields) < 0)
             return -1;
     return 0;
 }
@@ -205,7 +204,7 @@ static PyObject *values(Buf d, Py_ssize_t i, Py_ssize_t end, int depth, int pair
     if (out == NULL)
         return NULL;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto fail;
         if (tag != 0x0A) {
             if (skip(d, &i, tag, end, ONE_FIELD) < 0)
@@ -240,7 +239,7 @@ static PyObject *any_value(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
     uint64_t tag, n;
     Py_ssize_t a;
     while (i < end) {
-        if (v != NULL || varint(d, &i, end, &tag) < 0)
+        if (v != NULL || read_tag(d, &i, end, &tag) < 0)
             goto fail;  /* a oneof set twice: protobuf keeps the last, merging messages */
         switch (tag) {
         case 0x0A:
@@ -298,7 +297,7 @@ int key_value(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *out, int depth) {
     Py_ssize_t a;
     int r = -1;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         if (tag == 0x0A) {
             if (length(d, &i, end, &a) < 0)

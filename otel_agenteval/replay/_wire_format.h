@@ -45,6 +45,14 @@ static inline int varint(Buf d, Py_ssize_t *i, Py_ssize_t end, uint64_t *out) {
     }
 }
 
+/* a field's tag, as protobuf reads one: at most 5 bytes and 32 bits (it refuses the message else) */
+static inline int read_tag(Buf d, Py_ssize_t *i, Py_ssize_t end, uint64_t *out) {
+    Py_ssize_t start = *i;
+    if (varint(d, i, end, out) < 0 || *i - start > 5 || *out > 0xFFFFFFFFu)
+        return -1;
+    return 0;
+}
+
 /* (start, stop) of a length-delimited field whose length is at *i, inside end; *i = stop */
 static inline int length(Buf d, Py_ssize_t *i, Py_ssize_t end, Py_ssize_t *start) {
     uint64_t n;

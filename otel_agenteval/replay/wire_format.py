@@ -20,7 +20,6 @@ _MAX_KEYS: Final = 4096
 _MAX_KEY_BYTES: Final = 128
 _NEG: Final = 1 << 63
 _MAX_DEPTH: Final = 16  # nested array / kvlist values; deeper ones are left to protobuf
-_MAX_FIELD: Final = (1 << 29) - 1  # the largest field number protobuf takes
 
 # what each field of a message is, by field number: read by the caller (x: a field with another
 # wire type is unusual), or checked as protobuf checks it and then passed over: v varint,
@@ -75,8 +74,8 @@ def skip(data: bytes, i: int, tag: int, end: int, fields: str) -> int:
     wire = tag & 7
     number = tag >> 3
     what = fields[number] if number < len(fields) else "-"
-    if number == 0 or number > _MAX_FIELD:
-        raise Unusual  # protobuf refuses field 0, and numbers past 2^29 - 1
+    if number == 0:
+        raise Unusual  # protobuf refuses field 0
     if what == "-":
         if wire == 0:
             _, i = varint(data, i)
@@ -120,10 +119,14 @@ def _check(data: bytes, i: int, end: int, fields: str) -> None:
 
 
 def read_tag(data: bytes, i: int) -> tuple[int, int]:
+    """A field's tag, as protobuf reads one: at most 5 bytes and 32 bits (it refuses the message else)."""
     t = data[i]
     if t < 0x80:
         return t, i + 1
-    return varint(data, i)
+    tag, j = varint(data, i)
+    if j - i > 5 or tag > 0xFFFFFFFF:
+        raise Unusual
+    return tag, j
 
 
 def fixed64(data: bytes, i: int, end: int) -> int:
