@@ -262,9 +262,18 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [sys.executable, __file__, "--child", "canary" if args.canary else str(so)]
     if not args.canary:
         cmd += [str(corpus), f"-max_total_time={args.seconds}", f"-max_len={args.max_len}", f"-seed={args.seed}",
-                "-timeout=10", "-rss_limit_mb=4096", "-print_final_stats=1", f"-artifact_prefix={crashes}/"]
+                "-timeout=120", "-rss_limit_mb=4096", "-print_final_stats=1", f"-artifact_prefix={crashes}/"]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", cwd=ROOT)
+    # one input may take 120 s (atheris's own alarm; under ASan on a loaded machine a slow input is
+    # not a finding); a hang past the whole run's time is caught here too
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", cwd=ROOT,
+                              timeout=args.seconds + 120)
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"") + (exc.stderr or b"")
+        text = out.decode(errors="replace") if isinstance(out, bytes) else out
+        proc = subprocess.CompletedProcess(cmd, 124, text, "\nUncaught Python exception: hang: the run overstayed "
+                                           f"{args.seconds} s by 120 s (an input that does not finish)\n")
     log = proc.stdout + proc.stderr
     (work / "fuzz.log").write_text(log)
     lines = log.splitlines()

@@ -293,11 +293,12 @@ def test_values_repeated_across_spans_read_right_and_once_in_c() -> None:
         assert attrs[0]["short"] is attrs[1]["short"] is attrs[3]["short"]
 
 
-def test_a_tag_protobuf_refuses_is_given_up(read: Reader) -> None:
-    """Found by benchmarks/fuzz_wire_c.py: protobuf reads a tag in at most 5 bytes and 32 bits; a
-    field number past 2^29 - 1 or a tag of 6+ bytes (zero padding) was skipped or matched by both
-    wire readers, and the body read, where protobuf refuses it."""
-    for found in ("858080808080807f800a8080", "8080b280808080808000808001"):
+def test_a_tag_or_length_protobuf_refuses_is_given_up(read: Reader) -> None:
+    """Found by benchmarks/fuzz_wire_c.py: protobuf reads a tag in at most 5 bytes and 32 bits, and
+    a length in at most 5 bytes; a field number past 2^29 - 1, or a tag or length padded to 6+
+    bytes, was read by both wire readers, where protobuf refuses the body."""
+    for found in ("858080808080807f800a8080", "8080b280808080808000808001",  # tags
+                  "0a80808080808080808000", "b2768080808080008080800100"):  # lengths of 6+ bytes
         data = bytes.fromhex(found)
         assert reference(data) == "DecodeError" and read(data) is None
     good = request(1).SerializeToString()
@@ -308,6 +309,15 @@ def test_a_tag_protobuf_refuses_is_given_up(read: Reader) -> None:
     five, six = bytes.fromhex("8a80808000") + good[1:], bytes.fromhex("8a8080808000") + good[1:]
     assert wire(five, read) == reference(five) == reference(good)
     assert reference(six) == "DecodeError" and read(six) is None
+    def ld(field: int, payload: bytes) -> bytes:  # a length-delimited field (short: one length byte)
+        return bytes([field << 3 | 2, len(payload)]) + payload
+
+    for pad, ok in ((5, True), (6, False)):  # a string value's length in 5 bytes, then in 6
+        value = b"\x0a" + b"\x83" + b"\x80" * (pad - 2) + b"\x00" + b"abc"
+        span = ld(1, _T) + ld(2, _S) + ld(5, b"s") + ld(9, ld(1, b"k") + ld(2, value))
+        data = ld(1, ld(2, ld(2, span)))  # resource_spans { scope_spans { spans } }
+        assert (reference(data) != "DecodeError") == ok
+        assert (wire(data, read) == reference(data)) if ok else read(data) is None
 
 
 @pytest.mark.parametrize(("choice", "expected"), [
