@@ -161,8 +161,10 @@ def malformed(good: bytes) -> list[bytes]:
         good.replace(b"gen_ai", b"gen\xff\xfe", 1),  # bad UTF-8 in a key
         b"\x0a" + bytes([len(nested) + 2]) + b"\x0a" + bytes([len(nested)]) + nested,
         b"", b"\x00", b"\x0a\x00",
-        # what the fuzzer found (tests/test_replay_wire.py): a field number past 2^29 - 1, a 10-byte tag
+        # what the fuzzer found (tests/test_replay_wire.py): a field number past 2^29 - 1, a 10-byte
+        # tag, lengths of 6+ bytes
         bytes.fromhex("858080808080807f800a8080"), bytes.fromhex("8080b280808080808000808001"),
+        bytes.fromhex("0a80808080808080808000"), bytes.fromhex("b2768080808080008080800100"),
     ]
 
 
