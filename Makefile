@@ -46,11 +46,12 @@ test-pure: $(VENV)/.test
 collector:
 	bash .ci/build-collector.sh >/dev/null || [ -z "$$CI" ]
 
-# what tests/test_lint.py and tests/test_imports.py check, by hand
+# what tests/test_lint.py and tests/test_imports.py check, by hand (mypy: strict where pyproject.toml allows)
 lint: $(VENV)/.test
 	$(BIN)/ruff check otel_agenteval tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python .ci/import_graph.py
+	$(BIN)/python .ci/module_diagram.py --check
 
 # frameworks with conflicting pins, each in its own environment under $(VENV)/frameworks
 test-frameworks: $(VENV)/.test

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System tools the tests need: Prometheus and promtool (Debian package `prometheus`), and a
 # headless browser for the HTML report's test (Debian package `chromium`, driven by Playwright
-# from PyPI through its executable path; never `playwright install`).
+# from PyPI through its executable path; never `playwright install`), and clang for the C wire
+# reader's sanitizer fuzz run (tests/test_wire_c_fuzz.py: ASan + UBSan, coverage for atheris).
 #
 # Safe on a fresh Debian/Ubuntu machine or container, as root, with or without a service
 # manager. The package's service is never left running: the tests start their own
@@ -9,14 +10,15 @@
 set -euo pipefail
 
 have_tools() {
-  command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1
+  command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 \
+    && command -v clang >/dev/null 2>&1
 }
 
 if have_tools; then
   exit 0
 fi
 if [ "$(id -u)" != "0" ]; then
-  echo "install-tools: prometheus/promtool/chromium missing and not root; run: sudo apt-get install -y prometheus chromium" >&2
+  echo "install-tools: prometheus/promtool/chromium missing and not root; run: sudo apt-get install -y prometheus chromium clang" >&2
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -56,7 +58,7 @@ retry() {
 }
 
 retry apt-get update -q >/dev/null
-retry apt-get install -y -q --no-install-recommends prometheus chromium >/dev/null
+retry apt-get install -y -q --no-install-recommends prometheus chromium clang >/dev/null
 
 # Belt and braces: if a service manager started it anyway, stop and disable it.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
@@ -66,7 +68,7 @@ elif [ -x /etc/init.d/prometheus ]; then
 fi
 
 if ! have_tools; then
-  echo "install-tools: installed prometheus and chromium but prometheus/promtool/chromium are not on PATH" >&2
+  echo "install-tools: installed prometheus, chromium and clang but prometheus/promtool/chromium/clang are not on PATH" >&2
   exit 1
 fi
 echo "install-tools: $(prometheus --version 2>&1 | head -1)" >&2

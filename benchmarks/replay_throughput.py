@@ -14,6 +14,11 @@ output also has it with the import counted (``read_spans_per_s_incl_import``), a
 the ``otel_agenteval`` of another source tree (e.g. ``git archive REV | tar -x -C SRC``), rounds
 interleaved with the current tree's, so before/after compare on the same machine load.
 
+``--protobuf`` replays the same runs as an OTLP protobuf file (varint length-delimited requests,
+converted from the JSON lines once). ``--readers c,python,upb`` (with ``--protobuf``) replays it
+``--read-rounds`` times with each of protobuf's readers (``OTEL_AGENTEVAL_WIRE_READER``), rounds
+rotated, and reports each reader's replay CPU spans/s and its ratio to the first, paired by round.
+
 Not part of the test suite: it takes minutes and its numbers depend on the machine.
 """
 
@@ -23,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -59,8 +65,12 @@ print(json.dumps({"code": code, "spans": spans, "wall_s": wall, "cpu_s": cpu, "i
 """
 
 
-def child(mode: str, policy: Path, path: Path, src: str | None = None) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=src) if src else None
+def child(mode: str, policy: Path, path: Path, src: str | None = None, reader: str | None = None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = src
+    if reader:
+        env["OTEL_AGENTEVAL_WIRE_READER"] = reader
     out = subprocess.run([sys.executable, "-c", CHILD, mode, str(policy), str(path)], check=True,
                          capture_output=True, text=True, env=env, cwd=src)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -81,6 +91,56 @@ def reads(policy: Path, path: Path, rounds: int, baseline: str | None) -> tuple[
     return median(mine), (median(base) if base else None)
 
 
+def protobuf_file(path: Path) -> Path:
+    """``path`` (OTLP JSON lines) as an OTLP protobuf file of the same requests, varint-delimited."""
+    import base64
+
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    out = path.with_suffix(".pb")
+    if out.exists():
+        return out
+
+    def b64_ids(doc: Any) -> Any:
+        if isinstance(doc, dict):
+            return {k: (base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId", "parentSpanId")
+                        else b64_ids(v)) for k, v in doc.items()}
+        return [b64_ids(v) for v in doc] if isinstance(doc, list) else doc
+
+    with open(path, encoding="utf-8") as src, open(out, "wb") as dst:
+        for line in src:
+            data = ParseDict(b64_ids(json.loads(line)), ExportTraceServiceRequest()).SerializeToString()
+            n = len(data)
+            while n >= 0x80:
+                dst.write(bytes([n & 0x7F | 0x80]))
+                n >>= 7
+            dst.write(bytes([n]) + data)
+    return out
+
+
+def by_reader(policy: Path, path: Path, rounds: int, readers: list[str]) -> dict[str, dict[str, Any]]:
+    """``replay`` of ``path`` with each reader, ``rounds`` times, the order rotated every round."""
+    got: dict[str, list[dict[str, Any]]] = {r: [] for r in readers}
+    for n in range(rounds):
+        turn = n % len(readers)
+        order = readers[turn:] + readers[:turn]
+        for reader in (order if n % 2 == 0 else order[::-1]):
+            got[reader].append(child("replay", policy, path, reader=reader))
+    spans = child("read", policy, path)["spans"]
+    first = [spans / r["cpu_s"] for r in got[readers[0]]]
+    out = {}
+    for reader, runs in got.items():
+        rate = [spans / r["cpu_s"] for r in runs]
+        ratio = [a / b for a, b in zip(first, rate)]
+        out[reader] = {"replay_spans_per_s_cpu": rate, "ratio_first_to_this": ratio,
+                       "peak_rss_mb": [r["peak_rss_mb"] for r in runs]}
+        print(f"  reader {reader:>6}: replay {statistics.median(rate):>9,.0f} spans/s cpu "
+              f"({min(rate):,.0f}-{max(rate):,.0f}); {readers[0]} / {reader} paired: "
+              f"{statistics.median(ratio):.2f}x ({min(ratio):.2f}-{max(ratio):.2f})", file=sys.stderr)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     import make_otlp_traces as gen
@@ -88,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--read-rounds", type=int, default=1)
     extra.add_argument("--baseline")
+    extra.add_argument("--protobuf", action="store_true")
+    extra.add_argument("--readers")
     more, rest = extra.parse_known_args(argv)
     a, work = gen.bench_workdir(__doc__, "replay-bench-", rest)
     baseline = str(Path(more.baseline).resolve()) if more.baseline else None
@@ -95,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for runs in (int(r) for r in a.runs.split(",")):
         path = gen.runs_file(work, runs)
+        if more.protobuf:
+            path = protobuf_file(path)
+        if more.readers:
+            results.append({"runs": runs, "file_mb": round(path.stat().st_size / 1e6, 1),
+                            "readers": by_reader(policy, path, more.read_rounds, more.readers.split(","))})
+            continue
         read, base = reads(policy, path, more.read_rounds, baseline)
         full = child("replay", policy, path)
         spans = read["spans"]

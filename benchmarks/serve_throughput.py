@@ -14,9 +14,12 @@ Baseline, measured in the same run: the same request bodies decoded and fed to a
 in this process with no network (``decode + engine``); the served figure is given as a ratio.
 ``--against DIR`` runs a second ``serve`` from another checkout's build beside this one, the two
 taking rounds in turn (who goes first alternates), and reports the ratio round by round: the
-A/B for a change, on a machine too noisy to compare separate runs.
+A/B for a change, on a machine too noisy to compare separate runs. ``--readers c,python,upb`` does
+the same for protobuf's readers in this build: one ``serve`` per reader
+(``OTEL_AGENTEVAL_WIRE_READER``), rounds rotated, each reported against the first.
 
-    .venv/bin/python benchmarks/serve_throughput.py [--rounds 5] [--spans 60000] [--against DIR] [--json]
+    .venv/bin/python benchmarks/serve_throughput.py [--rounds 5] [--spans 60000] [--against DIR]
+        [--readers c,python,upb] [--json]
 """
 
 from __future__ import annotations
@@ -279,12 +282,18 @@ def baseline(bodies: list[bytes]) -> float:
     return n / (time.thread_time() - t0)
 
 
-def start_server(grace: float, pythonpath: str | None) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    """``serve`` in its own process; ``pythonpath``: run another checkout's build (``--against``)."""
+def start_server(grace: float, pythonpath: str | None,
+                 reader: str | None = None) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """``serve`` in its own process; ``pythonpath``: run another checkout's build (``--against``);
+    ``reader``: protobuf's reader (``--readers``)."""
     cmd = [sys.executable, "-m", "otel_agenteval", "serve", "--policy", str(POLICY_FILE), "--grpc-port", "0",
            "--http-port", "0", "--metrics-port", "0", "--grace", str(grace), "--queue-spans", "200000",
            "--max-held-spans", "1000000", "--no-log-violations"]
-    env = None if pythonpath is None else {**os.environ, "PYTHONPATH": pythonpath}
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    if reader is not None:
+        env["OTEL_AGENTEVAL_WIRE_READER"] = reader
     # -m puts the working directory first on sys.path: the other checkout's, so its build runs
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=pythonpath)
     assert server.stdout is not None
@@ -327,6 +336,9 @@ def main() -> None:
     ap.add_argument("--against", metavar="DIR",
                     help="another checkout with its build (make build there): its serve runs beside this one, "
                          "the two alternating round by round; reported: this / that spans per server CPU second")
+    ap.add_argument("--readers", metavar="LIST",
+                    help="protobuf readers of this build, one serve each, rounds rotated (c, python, upb: "
+                         "OTEL_AGENTEVAL_WIRE_READER); reported: each against the first, per server CPU second")
     ap.add_argument("--compression", default="none", choices=["none", "gzip"],
                     help="how the client compresses requests: gzip is the OTel Collector's otlp exporter default "
                          "(and so the loadbalancing exporter's)")
@@ -347,28 +359,36 @@ def main() -> None:
     del sample
     results: dict[str, Any] = {"workload": args.workload, "spans_per_round": per_round, "batch": args.batch,
                                "request_bytes_mean": None, "baseline_decode_engine_spans_per_s": base}
+    readers = args.readers.split(",") if args.readers else [None]
     for protocol in args.protocol.split(","):
-        servers = [start_server(args.grace, None)]
+        servers = [start_server(args.grace, None, reader) for reader in readers]
         if args.against:
             servers.append(start_server(args.grace, args.against))
         try:
-            rows, other = [], []
+            rows: list[list[dict[str, Any]]] = [[] for _ in servers]
             for r in range(args.rounds):
-                order = servers if r % 2 == 0 else servers[::-1]  # who goes first alternates
-                for k, (server, info) in enumerate(order):
-                    bodies = rekeyed(template, copies, 2 * r + k)
+                turn = r % len(servers)  # who goes first rotates; every other round the order reverses
+                order = list(range(len(servers)))[turn:] + list(range(len(servers)))[:turn]
+                for k, which in enumerate(order if r % 2 == 0 else order[::-1]):
+                    server, info = servers[which]
+                    bodies = rekeyed(template, copies, len(servers) * r + k)
                     if args.compression == "gzip" and (protocol == "http" or args.grpc_client == "h2"):
                         bodies = [gzip.compress(b, compresslevel=6) for b in bodies]  # Go's default level
                     results["request_bytes_mean"] = sum(map(len, bodies)) / len(bodies)
-                    row = one_round(server, info, protocol, bodies, args.threads, per_round, per_round * (r + 1),
-                                    args.compression, args.grpc_client)
-                    (rows if server is servers[0][0] else other).append(row)
+                    rows[which].append(one_round(server, info, protocol, bodies, args.threads, per_round,
+                                                 per_round * (r + 1), args.compression, args.grpc_client))
                     del bodies
-            results[protocol] = {"rounds": rows, "peak_rss_mb": peak_rss(servers[0][0].pid) / 2**20}
-            if other:
-                results[protocol]["against"] = {"tree": args.against, "rounds": other,
+            results[protocol] = {"reader": readers[0], "rounds": rows[0],
+                                 "peak_rss_mb": peak_rss(servers[0][0].pid) / 2**20}
+            if args.against:
+                results[protocol]["against"] = {"tree": args.against, "rounds": rows[-1],
                                                 "ratios": [a["spans_per_cpu_s"] / b["spans_per_cpu_s"]
-                                                           for a, b in zip(rows, other)]}
+                                                           for a, b in zip(rows[0], rows[-1])]}
+            if len(readers) > 1:
+                results[protocol]["readers"] = {
+                    reader: {"rounds": got, "peak_rss_mb": peak_rss(servers[k][0].pid) / 2**20,
+                             "ratios": [a["spans_per_cpu_s"] / b["spans_per_cpu_s"] for a, b in zip(rows[0], got)]}
+                    for k, (reader, got) in enumerate(zip(readers, rows)) if k > 0}
         finally:
             for server, _ in servers:
                 server.terminate()
@@ -386,11 +406,18 @@ def main() -> None:
         rows = results[protocol]["rounds"]
         wall = [r["spans_per_s"] for r in rows]
         cpu = [r["spans_per_cpu_s"] for r in rows]
-        print(f"{protocol:5s} wall {statistics.median(wall):,.0f} spans/s ({min(wall):,.0f}-{max(wall):,.0f}); "
+        print(f"{protocol:5s} {'reader ' + readers[0] + ': ' if readers[0] else ''}wall {statistics.median(wall):,.0f} spans/s ({min(wall):,.0f}-{max(wall):,.0f}); "
               f"per server CPU second {statistics.median(cpu):,.0f} ({min(cpu):,.0f}-{max(cpu):,.0f}), "
               f"{statistics.median(cpu) / med_base:.2f}x the baseline; peak RSS "
               f"{results[protocol]['peak_rss_mb']:.0f} MB; throttled requests "
               f"{sum(r['throttled_requests'] for r in rows)}; late spans {rows[-1]['late_total']:.0f}")
+        for reader, got in results[protocol].get("readers", {}).items():
+            ratios, theirs = got["ratios"], [r["spans_per_cpu_s"] for r in got["rounds"]]
+            wall = [r["spans_per_s"] for r in got["rounds"]]
+            print(f"      reader {reader}: wall {statistics.median(wall):,.0f} ({min(wall):,.0f}-{max(wall):,.0f}); "
+                  f"per server CPU second {statistics.median(theirs):,.0f} ({min(theirs):,.0f}-{max(theirs):,.0f}), "
+                  f"peak RSS {got['peak_rss_mb']:.0f} MB; {readers[0]} / {reader}, paired by round: "
+                  f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
         against = results[protocol].get("against")
         if against:
             ratios, theirs = against["ratios"], [r["spans_per_cpu_s"] for r in against["rounds"]]

@@ -8,11 +8,13 @@ few additions under one lock) and builds the families only when Prometheus asks.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, Exemplar, HistogramMetricFamily, Metric
-from prometheus_client.utils import floatToGoString
+from prometheus_client.utils import floatToGoString as _untyped_go_float
+
+_go_float: Callable[[float], str] = _untyped_go_float  # untyped upstream: typed once here
 
 Key = tuple[str, ...]
 
@@ -71,7 +73,7 @@ class PlainHistogram:
     def __init__(self, name: str, doc: str, labels: Sequence[str], bounds: Sequence[float]) -> None:
         self.name, self.doc, self.labels = name, doc, tuple(labels)
         self.bounds = tuple(float(b) for b in bounds)
-        self._le = [floatToGoString(b) for b in self.bounds] + ["+Inf"]
+        self._le = [_go_float(b) for b in self.bounds] + ["+Inf"]
         self.values: dict[Key, Series] = {}
 
     def series(self, key: Key) -> Series:

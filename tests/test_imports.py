@@ -44,3 +44,10 @@ def test_each_module_imports_alone() -> None:
     out = subprocess.run([sys.executable, "-c", ALONE, *names], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [], out.stderr[-4000:]
+
+
+def test_the_module_diagram_in_the_docs_is_the_codes() -> None:
+    """docs/architecture.md's module diagram is drawn from the imports (.ci/module_diagram.py)."""
+    from module_diagram import DOC, block, in_doc
+
+    assert in_doc(DOC.read_text()) == block(), "run: python .ci/module_diagram.py --write"

@@ -291,3 +291,51 @@ def test_values_repeated_across_spans_read_right_and_once_in_c() -> None:
         defs = [a["defs"] for a in attrs]
         assert defs[0] is defs[1] and defs[2] is not defs[0]
         assert attrs[0]["short"] is attrs[1]["short"] is attrs[3]["short"]
+
+
+def test_a_tag_or_length_protobuf_refuses_is_given_up(read: Reader) -> None:
+    """Found by benchmarks/fuzz_wire_c.py: protobuf reads a tag in at most 5 bytes and 32 bits, and
+    a length in at most 5 bytes; a field number past 2^29 - 1, or a tag or length padded to 6+
+    bytes, was read by both wire readers, where protobuf refuses the body."""
+    for found in ("858080808080807f800a8080", "8080b280808080808000808001",  # tags
+                  "0a80808080808080808000", "b2768080808080008080800100"):  # lengths of 6+ bytes
+        data = bytes.fromhex(found)
+        assert reference(data) == "DecodeError" and read(data) is None
+    good = request(1).SerializeToString()
+    past, largest = bytes.fromhex("8580808010"), bytes.fromhex("fdffffff0f")  # fields 2^29 and 2^29 - 1, fixed32
+    assert reference(good + past + b"\0" * 4) == "DecodeError" and read(good + past + b"\0" * 4) is None
+    assert wire(good + largest + b"\0" * 4, read) == reference(good + largest + b"\0" * 4) == reference(good)
+    assert good[0] == 0x0A  # resource_spans' tag, padded to 5 bytes (protobuf reads it) and to 6 (it refuses)
+    five, six = bytes.fromhex("8a80808000") + good[1:], bytes.fromhex("8a8080808000") + good[1:]
+    assert wire(five, read) == reference(five) == reference(good)
+    assert reference(six) == "DecodeError" and read(six) is None
+    def ld(field: int, payload: bytes) -> bytes:  # a length-delimited field (short: one length byte)
+        return bytes([field << 3 | 2, len(payload)]) + payload
+
+    for pad, ok in ((5, True), (6, False)):  # a string value's length in 5 bytes, then in 6
+        value = b"\x0a" + b"\x83" + b"\x80" * (pad - 2) + b"\x00" + b"abc"
+        span = ld(1, _T) + ld(2, _S) + ld(5, b"s") + ld(9, ld(1, b"k") + ld(2, value))
+        data = ld(1, ld(2, ld(2, span)))  # resource_spans { scope_spans { spans } }
+        assert (reference(data) != "DecodeError") == ok
+        assert (wire(data, read) == reference(data)) if ok else read(data) is None
+
+
+@pytest.mark.parametrize(("choice", "expected"), [
+    ("upb", "None"), ("python", "_python_wire_spans"), ("c", "native_spans"), ("uPb", "ValueError")])
+def test_the_reader_is_chosen_by_its_environment_variable(choice: str, expected: str) -> None:
+    """OTEL_AGENTEVAL_WIRE_READER picks protobuf's reader for an A/B (benchmarks/serve_throughput.py
+    --readers); a name it does not know is refused, naming the variable."""
+    import os
+    import subprocess
+    import sys
+
+    if choice == "c" and native_spans is None:
+        expected = "ValueError"  # the plain build has no C reader to pick
+    code = ("from otel_agenteval.replay import protobuf as p\n"
+            "print(getattr(p.WIRE_SPANS, '__name__', p.WIRE_SPANS))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "OTEL_AGENTEVAL_WIRE_READER": choice})
+    if expected == "ValueError":
+        assert out.returncode != 0 and f"OTEL_AGENTEVAL_WIRE_READER={choice!r}" in out.stderr
+    else:
+        assert out.returncode == 0 and out.stdout.strip() == expected, out.stderr

@@ -178,6 +178,55 @@ def test_max_duration_at_root_end(make_processor: Any) -> None:
     assert breaches(h) == [("duration", None, 25.0, 10)]
 
 
+def _steps(h: Harness, root: Any, n: int) -> None:
+    for i in range(n):
+        h.tool(root, "lookup_order", {"order_id": str(i)}, at=i + 1)
+
+
+def _chats(h: Harness, root: Any, usage: list[tuple[int, int]]) -> None:
+    for i, (inp, out) in enumerate(usage):
+        h.chat(root, at=i + 1, inp=inp, out=out)  # gpt-4o: 2000 in + 500 out is $0.01
+
+
+# Each run ends exactly at one limit while another budget makes the rule run at every event
+# (repeats: every tool call; duration: every event past it; a crossed budget: every later event),
+# so the comparison itself decides. "At the limit" is within budget: only the other one fires.
+AT_THE_LIMIT = {
+    "steps, repeats set": ({"max_steps": 3, "max_repeats": 5}, lambda h, r: _steps(h, r, 3), []),
+    "steps, duration set": ({"max_steps": 3, "max_duration_s": 1}, lambda h, r: _steps(h, r, 3), ["duration"]),
+    "llm calls, tokens crossed": ({"max_llm_calls": 2, "max_tokens": 10},
+                                  lambda h, r: _chats(h, r, [(100, 0), (100, 0)]), ["tokens"]),
+    "tokens, llm calls crossed": ({"max_tokens": 1000, "max_llm_calls": 1},
+                                  lambda h, r: _chats(h, r, [(300, 200), (400, 100)]), ["llm_calls"]),
+    "cost, duration set": ({"max_cost_usd": 0.02, "max_duration_s": 1},
+                           lambda h, r: _chats(h, r, [(2000, 500), (2000, 500)]), ["duration"]),
+    "agent totals' tokens at finish, duration set": ({"max_tokens": 1000, "max_duration_s": 1}, None, ["duration"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AT_THE_LIMIT))
+def test_a_run_ending_exactly_at_a_limit_is_within_budget(make_processor: Any, case: str) -> None:
+    budget, events, expected = AT_THE_LIMIT[case]
+    h = make_processor(budget_policy(**budget))
+    root = h.agent("support", 0, model_name="gpt-4o")
+    if events is not None:
+        events(h, root)
+        h.end(root, 5)
+    else:  # no model spans: the agent span's totals face the tokens budget at the run's end
+        h.end(root, 5, {"gen_ai.aggregated_usage.input_tokens": 600, "gen_ai.aggregated_usage.output_tokens": 400})
+    assert [b for b, *_ in breaches(h)] == expected
+
+
+def test_repeats_at_the_limit_are_within_budget_and_one_more_breaks_it(make_processor: Any) -> None:
+    h = make_processor(budget_policy(max_repeats=2))
+    root = h.agent("support", 0)
+    calls = [h.tool(root, "lookup_order", {"order_id": "1"}, at=i + 1) for i in range(2)]
+    assert breaches(h) == []
+    calls.append(h.tool(root, "lookup_order", {"order_id": "1"}, at=3))
+    h.end(root, 5)
+    assert breaches(h) == [("repeats", hex_span(calls[2]), 3, 2)]
+
+
 def test_max_duration_at_eviction(make_processor: Any) -> None:
     h = make_processor(budget_policy({"trajectory_ttl_s": 30}, max_duration_s=10))
     root = h.agent("support", 0)

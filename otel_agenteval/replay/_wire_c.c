@@ -59,7 +59,7 @@ static PyObject *event(Buf d, Py_ssize_t i, Py_ssize_t end) {
     if (attrs == NULL)
         return NULL;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         if (tag == 0x1A) {
             if (length(d, &i, end, &a) < 0 || key_value(d, a, i, attrs, 0) < 0)
@@ -95,7 +95,7 @@ static PyObject *status(Buf d, Py_ssize_t i, Py_ssize_t end) {
     uint64_t tag, code = 0;
     Py_ssize_t a;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         if (tag == 0x18) {
             if (varint(d, &i, end, &code) < 0)
@@ -135,7 +135,7 @@ static PyObject *span(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *resource, P
     if (attrs == NULL)
         return NULL;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         switch (tag) {
         case 0x4A:  /* attributes: by far the most fields */
@@ -286,7 +286,7 @@ static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out
     if (attrs == NULL)
         return -1;
     while (i < end) {  /* the resource may come after its spans: read it first */
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         if (tag == 0x12) {
             if (length(d, &i, end, &a) < 0)
@@ -296,7 +296,7 @@ static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out
                 goto done;
             seen = 1;
             while (a < i) {
-                if (varint(d, &a, i, &tag) < 0)
+                if (read_tag(d, &a, i, &tag) < 0)
                     goto done;
                 if (tag == 0x0A) {  /* attributes; else the dropped count, entity_refs */
                     if (length(d, &a, i, &b) < 0 || key_value(d, b, a, attrs, 0) < 0)
@@ -312,7 +312,7 @@ static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out
     if ((resource = PyObject_CallOneArg(ResourceType, attrs)) == NULL || (parents = PyDict_New()) == NULL)
         goto done;
     for (i = start; i < end;) {  /* then its ScopeSpans (the fields were checked above) */
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         if (tag != 0x12) {  /* the resource (read), schema_url */
             if ((tag == 0x0A ? length(d, &i, end, &a) : skip(d, &i, tag, end, RESOURCE_SPANS_FIELDS)) < 0)
@@ -323,7 +323,7 @@ static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out
         if (length(d, &i, end, &a) < 0)
             goto done;
         for (stop = i; a < stop;) {
-            if (varint(d, &a, stop, &tag) < 0)
+            if (read_tag(d, &a, stop, &tag) < 0)
                 goto done;
             if (tag == 0x12) {
                 if (length(d, &a, stop, &b) < 0)
@@ -365,7 +365,7 @@ static PyObject *read_request(PyObject *module, PyObject *arg) {
     PyObject *out = PyList_New(0);
     int ok = out != NULL;
     while (ok && i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             ok = 0;
         else if (tag == 0x0A)
             ok = length(d, &i, end, &a) == 0 && resource_spans(d, a, i, out) == 0;

@@ -150,7 +150,7 @@ int skip(Buf d, Py_ssize_t *i, uint64_t tag, Py_ssize_t end, const char *fields)
 static int check(Buf d, Py_ssize_t i, Py_ssize_t end, const char *fields) {
     uint64_t tag;
     while (i < end)
-        if (varint(d, &i, end, &tag) < 0 || skip(d, &i, tag, end, fields) < 0)
+        if (read_tag(d, &i, end, &tag) < 0 || skip(d, &i, tag, end, fields) < 0)
             return -1;
     return 0;
 }
@@ -204,7 +204,7 @@ static PyObject *values(Buf d, Py_ssize_t i, Py_ssize_t end, int depth, int pair
     if (out == NULL)
         return NULL;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto fail;
         if (tag != 0x0A) {
             if (skip(d, &i, tag, end, ONE_FIELD) < 0)
@@ -239,7 +239,7 @@ static PyObject *any_value(Buf d, Py_ssize_t i, Py_ssize_t end, int depth) {
     uint64_t tag, n;
     Py_ssize_t a;
     while (i < end) {
-        if (v != NULL || varint(d, &i, end, &tag) < 0)
+        if (v != NULL || read_tag(d, &i, end, &tag) < 0)
             goto fail;  /* a oneof set twice: protobuf keeps the last, merging messages */
         switch (tag) {
         case 0x0A:
@@ -297,7 +297,7 @@ int key_value(Buf d, Py_ssize_t i, Py_ssize_t end, PyObject *out, int depth) {
     Py_ssize_t a;
     int r = -1;
     while (i < end) {
-        if (varint(d, &i, end, &tag) < 0)
+        if (read_tag(d, &i, end, &tag) < 0)
             goto done;
         if (tag == 0x0A) {
             if (length(d, &i, end, &a) < 0)

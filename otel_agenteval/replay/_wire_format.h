@@ -45,10 +45,19 @@ static inline int varint(Buf d, Py_ssize_t *i, Py_ssize_t end, uint64_t *out) {
     }
 }
 
+/* a field's tag, as protobuf reads one: at most 5 bytes and 32 bits (it refuses the message else) */
+static inline int read_tag(Buf d, Py_ssize_t *i, Py_ssize_t end, uint64_t *out) {
+    Py_ssize_t start = *i;
+    if (varint(d, i, end, out) < 0 || *i - start > 5 || *out > 0xFFFFFFFFu)
+        return -1;
+    return 0;
+}
+
 /* (start, stop) of a length-delimited field whose length is at *i, inside end; *i = stop */
 static inline int length(Buf d, Py_ssize_t *i, Py_ssize_t end, Py_ssize_t *start) {
     uint64_t n;
-    if (varint(d, i, end, &n) < 0 || n > (uint64_t)(end - *i))
+    Py_ssize_t from = *i;  /* protobuf reads a length in at most 5 bytes (it refuses the message else) */
+    if (varint(d, i, end, &n) < 0 || *i - from > 5 || n > (uint64_t)(end - *i))
         return -1;
     *start = *i;
     *i += (Py_ssize_t)n;

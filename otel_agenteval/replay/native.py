@@ -8,28 +8,27 @@ tests read every form, and thousands of corruptions, with both readers and with 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 from .spanview import RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _KIND, _STATUS, end_time
 
-_configure: Any
-_read: Any
+_wire_c: Any
 try:
-    from ._wire_c import configure as _configure  # type: ignore[import-not-found,no-redef,unused-ignore]
-    from ._wire_c import read as _read  # type: ignore[import-not-found,no-redef,unused-ignore]
+    _wire_c = importlib.import_module("._wire_c", __package__)
 except ImportError:  # the plain Python build, or no C compiler
-    _configure = _read = None
+    _wire_c = None
 
 
-def _configured() -> Callable[[bytes | bytearray], list[RecordedSpan] | None] | None:
-    if _read is None:
-        return None
+def reader(module: Any) -> Callable[[bytes | bytearray], list[RecordedSpan] | None]:
+    """``module``'s reader (the build's ``_wire_c``, or ``benchmarks/fuzz_wire_c.py``'s sanitizer
+    build of the same sources), given the readers' shared classes and tables."""
     statuses = tuple(_STATUS[code] for code in range(3))  # the readers' shared tables, by OTLP number
-    _configure(RecordedSpan, RecordedContext, RecordedEvent, RecordedResource, RecordedStatus,
-               tuple(_KIND[kind] for kind in range(6)), statuses, tuple(s.status_code for s in statuses))
-    read = _read
+    module.configure(RecordedSpan, RecordedContext, RecordedEvent, RecordedResource, RecordedStatus,
+                     tuple(_KIND[kind] for kind in range(6)), statuses, tuple(s.status_code for s in statuses))
+    read = module.read
 
     def native_spans(data: bytes | bytearray) -> list[RecordedSpan] | None:
         """The spans of one serialised ``ExportTraceServiceRequest``, sorted by end time; None when
@@ -42,4 +41,4 @@ def _configured() -> Callable[[bytes | bytearray], list[RecordedSpan] | None] | 
     return native_spans
 
 
-native_spans = _configured()
+native_spans = reader(_wire_c) if _wire_c is not None else None

@@ -8,6 +8,7 @@ length-delimited stream (protobuf's ``writeDelimitedTo``).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -31,8 +32,24 @@ def _python_wire_spans(data: bytes | bytearray) -> list[RecordedSpan] | None:
     return wire.wire_spans(bytes(data))  # it keys its caches by slices of the body: bytes only
 
 
-WIRE_SPANS: Callable[[bytes | bytearray], list[RecordedSpan] | None] | None = native_spans or (
-    None if (getattr(wire, "__file__", "") or "").endswith(".py") else _python_wire_spans)
+READER_ENV = "OTEL_AGENTEVAL_WIRE_READER"  # benchmarks' A/B: c, python or upb; unset: the fastest built
+
+
+def _chosen(name: str) -> Callable[[bytes | bytearray], list[RecordedSpan] | None] | None:
+    """The reader of the usual forms, or None: protobuf parses every request (``upb``)."""
+    compiled = not (getattr(wire, "__file__", "") or "").endswith(".py")
+    if name == "":
+        return native_spans or (_python_wire_spans if compiled else None)
+    if name == "upb":
+        return None
+    if name == "python":
+        return _python_wire_spans
+    if name == "c" and native_spans is not None:
+        return native_spans
+    raise ValueError(f"{READER_ENV}={name!r}: expected c (compiled build only), python or upb")
+
+
+WIRE_SPANS: Callable[[bytes | bytearray], list[RecordedSpan] | None] | None = _chosen(os.environ.get(READER_ENV, ""))
 
 
 def _value(v: Any) -> Any:

@@ -68,8 +68,8 @@ def _open(path: Path) -> tuple[IO[bytes], IO[bytes] | None]:
             raw.close()
         raise InputError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
     if head[:2] == b"\x1f\x8b":
-        return io.BufferedReader(gzip.GzipFile(fileobj=base, mode="rb"), 1 << 20), raw  # type: ignore[arg-type]
-    return (io.BufferedReader(raw, 1 << 20) if raw is not None else base), raw  # type: ignore[arg-type]
+        return io.BufferedReader(gzip.GzipFile(fileobj=base, mode="rb"), 1 << 20), raw  # type: ignore[arg-type,unused-ignore]
+    return (io.BufferedReader(raw, 1 << 20) if raw is not None else base), raw  # type: ignore[arg-type,unused-ignore]
 
 
 def read_file(path: str | Path, counts: ReadCounts, on_reject: Reject, strict: bool = False,

@@ -86,7 +86,7 @@ class RecordedResource:
 EMPTY_RESOURCE = RecordedResource({})
 
 
-class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False, gc=False):  # type: ignore[call-arg]
+class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False, gc=False):  # type: ignore[call-arg,unused-ignore]
     """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
     Fields carry the SDK's private names (``_context``, ``_attributes``, …), which the engine's

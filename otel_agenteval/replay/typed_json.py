@@ -27,7 +27,7 @@ from .values import _KIND, _SLOW, _STATUS, Bad, shared_parent
 # anything else (a null, an odd type, an unknown value kind, a bad id or number) makes
 # ``typed_request`` return None, and the dict path reads it again: same spans, or the error named.
 try:
-    import msgspec  # type: ignore[import-not-found]
+    import msgspec  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover - optional: the dict path reads everything
     msgspec = None  # type: ignore[assignment]
 
@@ -38,7 +38,7 @@ if msgspec is not None:
     _UNSET: Any = msgspec.UNSET
 
     # gc=False: leaf structs of JSON values hold no cycles, and untracked ones are 5% cheaper here
-    class _Value(msgspec.Struct, forbid_unknown_fields=True, gc=False):  # type: ignore[call-arg]
+    class _Value(msgspec.Struct, forbid_unknown_fields=True, gc=False):  # type: ignore[call-arg,unused-ignore]
         # an unknown kind is refused (dict path); None: absent (a JSON null is refused)
         stringValue: str = None  # type: ignore[assignment]
         intValue: int | str = None  # type: ignore[assignment]
@@ -48,11 +48,11 @@ if msgspec is not None:
         kvlistValue: Any = _UNSET
         bytesValue: Any = _UNSET
 
-    class _KeyValue(msgspec.Struct, gc=False):  # type: ignore[call-arg]
+    class _KeyValue(msgspec.Struct, gc=False):  # type: ignore[call-arg,unused-ignore]
         key: str
         value: _Value
 
-    class _Status(msgspec.Struct, gc=False):  # type: ignore[call-arg]
+    class _Status(msgspec.Struct, gc=False):  # type: ignore[call-arg,unused-ignore]
         code: int | str = 0
         message: str = ""
 

@@ -60,12 +60,13 @@ def varint(data: bytes, i: int) -> tuple[int, int]:
 
 
 def length(data: bytes, i: int, end: int) -> tuple[int, int]:
-    """(start, stop) of a length-delimited field whose length is at ``i``, inside ``end``."""
-    n, i = varint(data, i)
-    stop = i + n
-    if stop > end:
+    """(start, stop) of a length-delimited field whose length is at ``i``, inside ``end``; protobuf
+    reads a length in at most 5 bytes (it refuses the message else)."""
+    n, j = varint(data, i)
+    stop = j + n
+    if stop > end or j - i > 5:
         raise Unusual
-    return i, stop
+    return j, stop
 
 
 def skip(data: bytes, i: int, tag: int, end: int, fields: str) -> int:
@@ -119,10 +120,14 @@ def _check(data: bytes, i: int, end: int, fields: str) -> None:
 
 
 def read_tag(data: bytes, i: int) -> tuple[int, int]:
+    """A field's tag, as protobuf reads one: at most 5 bytes and 32 bits (it refuses the message else)."""
     t = data[i]
     if t < 0x80:
         return t, i + 1
-    return varint(data, i)
+    tag, j = varint(data, i)
+    if j - i > 5 or tag > 0xFFFFFFFF:
+        raise Unusual
+    return tag, j
 
 
 def fixed64(data: bytes, i: int, end: int) -> int:
@@ -228,7 +233,7 @@ def key_value(data: bytes, i: int, end: int, out: dict[str, Any], depth: int) ->
             a, i = length(data, i, end)
             if i - a > 2 and data[a] == 0x0A:  # the usual value, a string: read inline
                 n, b = varint(data, a + 1)
-                if b + n == i:
+                if b + n == i and b - a <= 6:  # a length of at most 5 bytes, as above
                     value = data[b:i].decode()
                     continue
             value = _value(data, a, i, depth)
