@@ -24,6 +24,7 @@ from .policy_sections import (
     ForbiddenIf,
     Limits,
     OutcomePolicy,
+    OutputsPolicy,
     Price,
     SameSubject,
     ToolPolicy,
@@ -42,6 +43,7 @@ __all__ = [
     "ForbiddenIf",
     "Limits",
     "OutcomePolicy",
+    "OutputsPolicy",
     "Policy",
     "PolicyError",
     "Price",
@@ -67,6 +69,7 @@ class Policy(BaseModel):
     pricing: dict[str, Price] = {}
     outcome: OutcomePolicy = OutcomePolicy()
     limits: Limits = Limits()
+    outputs: OutputsPolicy = OutputsPolicy()
     confirmation: ConfirmationPolicy = ConfirmationPolicy()
     severity: dict[str, Severity] = {}
     rules: dict[str, bool] = {}

@@ -130,6 +130,14 @@ class OutcomePolicy(_Model):
     success_when: list[str] = []
 
 
+class OutputsPolicy(_Model):
+    """Where findings go besides metrics and logs."""
+
+    evaluation_events: bool = False  # gen_ai.evaluation.result log records through the global LoggerProvider
+    evaluation_runs: bool = False  # and one per finished run, with its outcome
+    evaluation_ids_in_clear: bool = False  # conversation ids in clear on those records (hashed otherwise)
+
+
 class Limits(_Model):
     """Bounds on everything the processor keeps in memory."""
 

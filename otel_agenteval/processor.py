@@ -15,11 +15,13 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry, Gauge
 
 from .collectors import SelfCollector
+from .evaluation_events import for_policy, with_events
 from .monitor import build_monitor
 from .policy import Policy
 from .rules import Rule
@@ -38,6 +40,9 @@ class TrajectoryProcessor(SpanProcessor):
 
     ``background=True`` checks on one thread of its own instead of in ``end()``, with at most
     ``max_queue_size`` span ends waiting (more are dropped, counted): see :mod:`.handoff`.
+
+    ``logger_provider`` (or ``outputs.evaluation_events: true`` in the policy, for the global one)
+    emits each violation as a ``gen_ai.evaluation.result`` log record on the offending span.
     """
 
     def __init__(
@@ -52,9 +57,13 @@ class TrajectoryProcessor(SpanProcessor):
         clock: Callable[[], int] | None = None,
         background: bool = False,
         max_queue_size: int = 8192,
+        logger_provider: LoggerProvider | None = None,
     ) -> None:
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
+        # findings as gen_ai.evaluation.result log records on the trace (evaluation_events.py)
+        on_violation, on_trajectory = with_events(for_policy(self.policy, logger_provider), on_violation,
+                                                  on_trajectory)
         monitor = build_monitor(self.policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
                                 rules=rules, clock=ProcessClock(clock))
         self.engine = monitor.engine
