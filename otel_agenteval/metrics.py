@@ -1,4 +1,5 @@
-"""Every Prometheus metric this package exports, declared in one place.
+"""The monitor's Prometheus series, built from the declarations in :mod:`.metric_catalogue`
+(names, help, labels, buckets: one place, which the OpenTelemetry bridge reads too).
 
 Names and labels are a contract: dashboards and alert rules are written against them.
 Hot counters (spans seen, late spans, drops, errors) are plain ints kept by the engine and
@@ -14,24 +15,34 @@ from collections.abc import Iterable, Mapping
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from . import metric_catalogue as m
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .blindspots import UncheckedCalls, checked_tools
 from .collectors import PlainCollector
 from .labels import MAX_LABEL_LEN, safe_label
+from .metric_catalogue import AGENT_LABELS as AGENT_LABELS  # re-exported: declared in the catalogue
+from .metric_catalogue import COST_BUCKETS as COST_BUCKETS
+from .metric_catalogue import DURATION_BUCKETS as DURATION_BUCKETS
+from .metric_catalogue import STEP_BUCKETS as STEP_BUCKETS
+from .metric_catalogue import Declared
 from .recovery import recoveries
 from .rules import KNOWN_RULES
 from .trajectory import Trajectory, redundant_calls
 from .violation import Violation
 
-STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
-DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
-COST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 OUTCOMES = ("success", "failure", "unknown", "incomplete")
 BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration", "repeats")
-AGENT_LABELS = ("service_name", "agent_name")
 OTHER = "other"
 DEFAULT_MAX_AGENT_LABELS = 64  # = Limits.max_agent_labels' default
 ROW_CACHE = 4096  # (service, agent, outcome) keys whose series are bound once
+
+
+def counter(d: Declared) -> PlainCounter:
+    return PlainCounter(d.name, d.doc, d.labels)
+
+
+def histogram(d: Declared) -> PlainHistogram:
+    return PlainHistogram(d.name, d.doc, d.labels, d.buckets)
 
 
 class ToolLabels:
@@ -104,40 +115,25 @@ class Metrics:
         self._rules = dict(KNOWN_RULES) if rules is None else rules
         self._writes = writes  # repeated writes are duplicate_write's business, not redundant calls
         self._lock = threading.Lock()
-        self.trajectories = PlainCounter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
-                                         (*AGENT_LABELS, "outcome"))
-        self.steps = PlainHistogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
-                                    AGENT_LABELS, STEP_BUCKETS)
-        self.llm_calls = PlainHistogram("agenteval_trajectory_llm_calls", "LLM calls per finished trajectory.",
-                                        AGENT_LABELS, STEP_BUCKETS)
-        self.duration = PlainHistogram("agenteval_trajectory_duration_seconds", "Wall time of finished trajectories.",
-                                       (*AGENT_LABELS, "outcome"), DURATION_BUCKETS)
-        self.cost = PlainHistogram("agenteval_trajectory_cost_usd", "Model cost of finished trajectories in USD.",
-                                   (*AGENT_LABELS, "outcome"), COST_BUCKETS)
-        self.tokens = PlainCounter("agenteval_tokens", "Model tokens, from LLM spans (agent totals only as fallback).",
-                                   (*AGENT_LABELS, "type"))
-        self.with_tool_errors = PlainCounter(
-            "agenteval_trajectories_with_tool_errors",
-            "Finished trajectories with at least one failed tool call, by outcome (success = recovered).",
-            (*AGENT_LABELS, "outcome"))
-        self.redundant = PlainCounter("agenteval_redundant_calls",
-                                      "Non-write tool calls repeating an identical call in the same trajectory.",
-                                      (*AGENT_LABELS, "tool"))
+        self.trajectories = counter(m.TRAJECTORIES)
+        self.steps = histogram(m.STEPS)
+        self.llm_calls = histogram(m.LLM_CALLS)
+        self.duration = histogram(m.DURATION)
+        self.cost = histogram(m.COST)
+        self.tokens = counter(m.TOKENS)
+        self.with_tool_errors = counter(m.WITH_TOOL_ERRORS)
+        self.redundant = counter(m.REDUNDANT)
         self._plain = PlainCollector((self.trajectories, self.steps, self.llm_calls, self.duration, self.cost,
                                       self.tokens, self.with_tool_errors, self.redundant), self._lock)
         r.register(self._plain)
-        self.violations = Counter("agenteval_violations", "Broken invariants, as the offending step ends.",
-                                  (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
-        self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
-                                       (*AGENT_LABELS, "budget"), registry=r)
-        self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
+        self.violations = Counter(m.VIOLATIONS.name, m.VIOLATIONS.doc, m.VIOLATIONS.labels, registry=r)
+        self.budget_breaches = Counter(m.BUDGET_BREACHES.name, m.BUDGET_BREACHES.doc, m.BUDGET_BREACHES.labels,
+                                       registry=r)
+        self.open_trajectories = Gauge(m.OPEN_TRAJECTORIES.name, m.OPEN_TRAJECTORIES.doc, registry=r)
         # calls and runs the checks cannot see into (no arguments, no token counts): blindspots.py
         self.unchecked = UncheckedCalls(r, checked_tools(known_tools), self.tool_label)
         # what the agent did after each failed tool call (recovery.py): its own collector
-        self.recoveries = PlainCounter(
-            "agenteval_tool_error_recoveries",
-            "Failed tool calls, by what came next: retried_same_ok|retried_same_failed|tried_other|gave_up.",
-            (*AGENT_LABELS, "tool", "next"))
+        self.recoveries = counter(m.RECOVERIES)
         self._plain_recoveries = PlainCollector((self.recoveries,), self._lock)
         r.register(self._plain_recoveries)
         self._agents: dict[tuple[str, str], bool] = {}
@@ -166,8 +162,7 @@ class Metrics:
 
     def tool_calls(self, counts: dict[tuple[str, str, str, bool], int]) -> Metric:
         """``agenteval_tool_calls_total`` from the engine's plain counts (kept off the hot path)."""
-        family = CounterMetricFamily("agenteval_tool_calls", "Tool calls, as each tool span ends.",
-                                     labels=(*AGENT_LABELS, "tool", "status"))
+        family = CounterMetricFamily(m.TOOL_CALLS.name, m.TOOL_CALLS.doc, labels=m.TOOL_CALLS.labels)
         summed: dict[tuple[str, str, str, str], int] = {}
         for (service, agent, tool, ok), n in list(counts.items()):
             s, a = self.agent_label(service, agent, count=False)  # scrape time: counted where they were made
