@@ -87,6 +87,17 @@ UNCHECKED = Declared("agenteval_unchecked_calls",
 TOOL_CALLS = Declared("agenteval_tool_calls", "Tool calls, as each tool span ends.", (*AGENT_LABELS, "tool", "status"),
                       otel="agenteval.tool_calls", unit="{call}")
 
+RUNS_WITH_TOOL = Declared("agenteval_runs_with_tool",
+                          "Finished trajectories that called the tool at least once (its share of runs: "
+                          "divide by agenteval_trajectories_total).", (*AGENT_LABELS, "tool"),
+                          otel="agenteval.runs_with_tool", unit="{trajectory}")
+LOOPS = Declared("agenteval_loops", "Finished trajectories that repeated one call (same tool, same arguments) "
+                 "at least outputs.loop_repeats times, by tool.", (*AGENT_LABELS, "tool"), otel="agenteval.loops",
+                 unit="{trajectory}")
+EXPECTED_TOOL = Declared("agenteval_policy_expected_tool",
+                         "1 for each tool the policy marks expected: true (the path-mix drift alert watches them).",
+                         ("tool",), "gauge", otel="agenteval.policy.expected_tool", unit="1")
+
 # --- the GenAI semantic conventions' agent metrics (OTel only) --------------------------------
 INVOKE_AGENT_DURATION = Declared(
     "", "The end-to-end duration of a single agent invocation.", ("agent_name",), "histogram",

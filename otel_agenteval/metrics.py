@@ -27,7 +27,7 @@ from .metric_catalogue import STEP_BUCKETS as STEP_BUCKETS
 from .metric_catalogue import Declared
 from .recovery import recoveries
 from .rules import KNOWN_RULES
-from .trajectory import Trajectory, redundant_calls
+from .trajectory import Trajectory, looping_calls, redundant_calls
 from .violation import Violation
 
 OUTCOMES = ("success", "failure", "unknown", "incomplete")
@@ -107,7 +107,8 @@ class AgentLabels:
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
                  rules: Mapping[str, str] | None = None, writes: frozenset[str] = frozenset(), *,
-                 known_agents: Iterable[str] = (), max_agent_labels: int = DEFAULT_MAX_AGENT_LABELS) -> None:
+                 known_agents: Iterable[str] = (), max_agent_labels: int = DEFAULT_MAX_AGENT_LABELS,
+                 expected_tools: Iterable[str] = (), loop_repeats: int = 5) -> None:
         r = REGISTRY if registry is None else registry
         self.registry = r
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
@@ -136,6 +137,17 @@ class Metrics:
         self.recoveries = counter(m.RECOVERIES)
         self._plain_recoveries = PlainCollector((self.recoveries,), self._lock)
         r.register(self._plain_recoveries)
+        # the path mix: runs that called each tool (drift alert), runs that looped on one call
+        self.runs_with_tool = counter(m.RUNS_WITH_TOOL)
+        self.loops = counter(m.LOOPS)
+        self._expected = tuple(sorted(safe_label(t) for t in expected_tools))
+        self._loop_repeats = loop_repeats
+        self._plain_paths = PlainCollector((self.runs_with_tool, self.loops), self._lock)
+        r.register(self._plain_paths)
+        if self._expected:
+            expected = Gauge(m.EXPECTED_TOOL.name, m.EXPECTED_TOOL.doc, m.EXPECTED_TOOL.labels, registry=r)
+            for tool in self._expected:
+                expected.labels(tool).set(1)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
@@ -154,6 +166,8 @@ class Metrics:
                 self.with_tool_errors.touch((service, agent, outcome))
             self.tokens.touch((service, agent, "input"))
             self.tokens.touch((service, agent, "output"))
+            for tool in self._expected:  # at 0 from the agent's first run: a share that falls to 0 shows
+                self.runs_with_tool.touch((service, agent, tool))
         for rule, severity in self._rules.items():
             self.violations.labels(service, agent, rule, "", severity)
         for budget in BUDGETS:
@@ -186,11 +200,15 @@ class Metrics:
         self._lock = threading.Lock()
         self._plain.relock(self._lock)
         self._plain_recoveries.relock(self._lock)
+        self._plain_paths.relock(self._lock)
 
     def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, through the series and keys
         bound once per (service, agent, outcome), under one lock."""
         redundant = redundant_calls(t, self._writes)
+        looping = looping_calls(t, self._loop_repeats)
+        tool_label = self.tool_label
+        used = {tool_label(tool) for tool in {s.tool for s in t.steps}}
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
         if row is None:
@@ -212,7 +230,11 @@ class Metrics:
             if t.tool_errors:
                 row.with_tool_errors.value += 1
             for tool in redundant:
-                self.redundant.inc((row.service, row.agent, self.tool_label(tool)))
+                self.redundant.inc((row.service, row.agent, tool_label(tool)))
+            for label in used:
+                self.runs_with_tool.inc((row.service, row.agent, label))
+            for tool in looping:
+                self.loops.inc((row.service, row.agent, tool_label(tool)))
         finally:
             lock.release()
         self.unchecked.finished(t, row.service, row.agent)

@@ -36,7 +36,8 @@ def build_monitor(policy: Policy, registry: CollectorRegistry | None, *,
     the others still run. ``meter_provider``: the metrics through OpenTelemetry too (``otel_metrics.py``)."""
     rule_names = {r: s for r, s in KNOWN_RULES.items() if policy.rule_enabled(r)}
     metrics = Metrics(registry, policy.tools, policy.limits.max_tool_labels, rule_names, policy.write_tools,
-                      known_agents=policy.agents, max_agent_labels=policy.limits.max_agent_labels)
+                      known_agents=policy.agents, max_agent_labels=policy.limits.max_agent_labels,
+                      expected_tools=policy.expected_tools, loop_repeats=policy.outputs.loop_repeats)
     metrics.unchecked.checked = checked_tools(policy.tools, policy.outcome.success_when)
     on_finish: tuple[Callable[[Trajectory], None], ...] = (metrics.finished,)
     if meter_provider is not None:

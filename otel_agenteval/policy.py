@@ -123,6 +123,11 @@ class Policy(BaseModel):
         return frozenset(name for name, t in self.tools.items() if t.write)
 
     @functools.cached_property
+    def expected_tools(self) -> frozenset[str]:
+        """Tools most runs call (``expected: true``): their share of runs is watched for drops."""
+        return frozenset(name for name, t in self.tools.items() if t.expected)
+
+    @functools.cached_property
     def guarded_tools(self) -> frozenset[str]:
         """Tools some rule beyond duplicates must look at (confirmation, scope, order, …)."""
         return frozenset(n for n, t in self.tools.items()
