@@ -34,6 +34,7 @@ DEMO_POLICY: dict[str, Any] = {
         "gpt-4o-mini": {"input_per_mtok": 0.15, "output_per_mtok": 0.60},
     },
     "outcome": {"success_when": ["create_claim", "issue_refund", "update_address"]},
+    "outputs": {"loop_repeats": 2},  # the demo's runs repeat a lookup at most twice: shown as loops
 }
 
 
