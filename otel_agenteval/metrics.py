@@ -35,6 +35,7 @@ BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration", "repeats")
 OTHER = "other"
 DEFAULT_MAX_AGENT_LABELS = 64  # = Limits.max_agent_labels' default
 ROW_CACHE = 4096  # (service, agent, outcome) keys whose series are bound once
+ROW_TOOLS = 256  # per row: tool names whose runs-with-tool cell is bound once
 
 
 def counter(d: Declared) -> PlainCounter:
@@ -206,13 +207,22 @@ class Metrics:
         """One finished trajectory: four histograms and the counters, through the series and keys
         bound once per (service, agent, outcome), under one lock."""
         redundant = redundant_calls(t, self._writes)
-        looping = looping_calls(t, self._loop_repeats)
+        by_tool: dict[str, int] = {}
+        for s in t.steps:
+            by_tool[s.tool] = by_tool.get(s.tool, 0) + 1
+        looping = looping_calls(t, self._loop_repeats, by_tool) if by_tool else []
         tool_label = self.tool_label
-        used = {tool_label(tool) for tool in {s.tool for s in t.steps}}
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
         if row is None:
             row = self._row(okey)
+        cells = row.tool_runs
+        used: list[Cell] = []  # agenteval_runs_with_tool_total: one count per distinct tool, its cell bound once
+        for tool in by_tool:
+            cell = cells.get(tool)
+            if cell is None:
+                cell = self._tool_runs_cell(row, tool)
+            used.append(cell)
         trace, now = t.trace_hex, time.time()
         bounds = self._bounds
         lock = self._lock
@@ -231,8 +241,8 @@ class Metrics:
                 row.with_tool_errors.value += 1
             for tool in redundant:
                 self.redundant.inc((row.service, row.agent, tool_label(tool)))
-            for label in used:
-                self.runs_with_tool.inc((row.service, row.agent, label))
+            for cell in used:
+                cell.value += 1
             for tool in looping:
                 self.loops.inc((row.service, row.agent, tool_label(tool)))
         finally:
@@ -240,6 +250,15 @@ class Metrics:
         self.unchecked.finished(t, row.service, row.agent)
         if t.tool_errors:
             self._recoveries(t, row.service, row.agent)
+
+    def _tool_runs_cell(self, row: _Row, tool: str) -> Cell:
+        """The runs-with-tool cell of ``tool`` for ``row``, remembered (bounded) when the name is its own label."""
+        label = self.tool_label(tool)
+        with self._lock:
+            cell = self.runs_with_tool.cell((row.service, row.agent, label))
+        if label == tool and len(row.tool_runs) < ROW_TOOLS:
+            row.tool_runs[tool] = cell
+        return cell
 
     def _recoveries(self, t: Trajectory, service: str, agent: str) -> None:
         """``agenteval_tool_error_recoveries_total``: one count per failed step, by what came next."""
@@ -271,7 +290,7 @@ class _Row:
     """What one (service, agent, outcome) writes to: its histogram series and counter cells."""
 
     __slots__ = ("agent", "cost", "duration", "input_tokens", "llm_calls", "output_tokens", "service", "steps",
-                 "trajectories", "with_tool_errors")
+                 "tool_runs", "trajectories", "with_tool_errors")
 
     def __init__(self, service: str, agent: str, steps: Series, llm_calls: Series, duration: Series, cost: Series,
                  trajectories: Cell, with_tool_errors: Cell, input_tokens: Cell, output_tokens: Cell) -> None:
@@ -285,3 +304,4 @@ class _Row:
         self.with_tool_errors = with_tool_errors
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+        self.tool_runs: dict[str, Cell] = {}  # raw tool name -> its agenteval_runs_with_tool_total cell

@@ -177,22 +177,17 @@ def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[st
     return out
 
 
-def looping_calls(t: Trajectory, repeats: int) -> list[str]:
-    """Tools one of whose calls (same tool, same arguments) ran at least ``repeats`` times in ``t``.
-
-    Arguments are parsed only for tools that ran that often."""
-    steps = t.steps
-    if len(steps) < repeats:
-        return []
-    by_tool: dict[str, int] = {}
-    for s in steps:
-        by_tool[s.tool] = by_tool.get(s.tool, 0) + 1
+def looping_calls(t: Trajectory, repeats: int, by_tool: dict[str, int]) -> list[str]:
+    """Tools one of whose calls (same tool, same arguments) ran at least ``repeats`` times in ``t``;
+    ``by_tool``: its steps counted by tool. Arguments are parsed only for tools that ran that often."""
     out: list[str] = []
+    if len(t.steps) < repeats:
+        return out
     for tool, n in by_tool.items():
         if n < repeats:
             continue
         keys: dict[str, int] = {}
-        for s in steps:
+        for s in t.steps:
             if s.tool == tool:
                 k = s.arguments_key
                 keys[k] = keys.get(k, 0) + 1
