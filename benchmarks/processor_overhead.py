@@ -388,7 +388,36 @@ class Arm:
 VIOLATIONS: list[Any] = []  # the mix is meant to be clean: any violation here is a benchmark bug
 
 
+OTEL: dict[str, Any] = {}  # --otel: the OTel metrics bridge and a run-verdict log record per run
+
+
+def otel_outputs() -> dict[str, Any]:
+    """A MeterProvider read in memory and a LoggerProvider batching to a no-op exporter."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    class NoLogs(LogRecordExporter):
+        def export(self, batch: Any) -> LogRecordExportResult:
+            return LogRecordExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            pass
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return True
+
+    logs = LoggerProvider()
+    logs.add_log_record_processor(BatchLogRecordProcessor(NoLogs()))
+    return {"meter_provider": MeterProvider(metric_readers=[InMemoryMetricReader()]), "logger_provider": logs}
+
+
 def make_processor() -> TrajectoryProcessor:
+    if OTEL:
+        policy = POLICY.model_copy(update={"outputs": POLICY.outputs.model_copy(update={"evaluation_runs": True})})
+        return TrajectoryProcessor(policy, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
+                                   **otel_outputs())
     return TrajectoryProcessor(POLICY, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append])
 
 
@@ -613,10 +642,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=4, help="rounds run first and discarded (default 4)")
     p.add_argument("--gc-off", action="store_true", help="disable the garbage collector during rounds")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--otel", action="store_true",
+                   help="the processor with meter_provider and logger_provider (evaluation_runs: true)")
     p.add_argument("--profile", action="store_true", help="also cProfile the processor alone and print the top functions")
     p.add_argument("--callgrind-arm", choices=("baseline", "empty", "agenteval"),
                    help="only run this arm for valgrind's instruction count (see benchmarks/README.md)")
     args = p.parse_args(argv)
+    if args.otel:
+        OTEL.update(on=True)
     workload = make_workload(args.workload)
     if args.callgrind_arm:
         callgrind_arm(args.callgrind_arm, workload, args.runs_per_round)

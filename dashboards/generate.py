@@ -255,6 +255,20 @@ def overview() -> dash.Dashboard:
                           f" / sum by (agent_name) (rate(agenteval_tool_error_recoveries_total{_sel()}[{RI}]))",
                           "{{agent_name}}"), w=12)))
 
+    # --- paths: each tool's share of runs (drift), loops --------------------------------------------------
+    share = (f"sum by (tool, agent_name) (rate(agenteval_runs_with_tool_total{_sel()}[{RI}]))"
+             f" / on (agent_name) group_left sum by (agent_name) (rate({traj}[{RI}]))")
+    d = (d.with_row(dash.Row("Paths"))
+         .with_panel(ts("Share of runs calling each tool",
+                        "Of each agent's finished runs, the share that called the tool at least once. For the tools "
+                        "the policy marks expected, AgentExpectedToolShareDropped warns when the hourly share falls "
+                        "more than 10 points below the same hour a day before.", "percentunit",
+                        q(share, "{{tool}} · {{agent_name}}"), w=16, h=8))
+         .with_panel(ts("Looping runs/s", "Runs that repeated one call (same tool, same arguments) at least "
+                        "outputs.loop_repeats times, by tool.", "short",
+                        q(f"sum by (tool, agent_name) (rate(agenteval_loops_total{_sel()}[{RI}]))",
+                          "{{tool}} · {{agent_name}}"), w=8, h=8)))
+
     # --- the monitor itself ------------------------------------------------------------------------------
     d = (d.with_row(dash.Row("Monitor health"))
          .with_panel(ts("Scrape target up", f"up of the {JOB} scrape job, per instance.", "short",

@@ -37,6 +37,7 @@ DEMO_POLICY: dict[str, Any] = {
     },
     "outcome": {"success_when": ["create_claim", "issue_refund", "update_address"]},
     "guard": {"mode": "observe"},  # every call asked of the guard first; counted, nothing stopped
+    "outputs": {"loop_repeats": 2},  # the demo's runs repeat a lookup at most twice: shown as loops
 }
 
 

@@ -19,11 +19,12 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter
 
 from .frameworks import capture_setting
+from .metric_catalogue import UNCHECKED
 from .trajectory import Trajectory
 
 NO_ARGUMENTS = "no_arguments"
 NO_TOKEN_USAGE = "no_token_usage"
-LABELS = ("service_name", "agent_name", "tool", "reason")
+LABELS = UNCHECKED.labels
 _MAX_KEYS = 4096  # (service, tool) pairs logged and (service, agent) pairs touched: bounded, like every cache
 
 log = structlog.get_logger("otel_agenteval")
@@ -49,11 +50,7 @@ class UncheckedCalls:
         self._tool_label = tool_label
         self._logged: set[tuple[str, str]] = set()
         self._agents: set[tuple[str, str]] = set()
-        self.counter = Counter("agenteval_unchecked_calls",
-                               "Tool calls and runs the checks could not see into, by reason "
-                               "(no_arguments: a checked tool's span has no arguments; no_token_usage: "
-                               "a run's model calls carry no token counts).",
-                               LABELS, registry=registry)
+        self.counter = Counter(UNCHECKED.name, UNCHECKED.doc, LABELS, registry=registry)
 
     def finished(self, t: Trajectory, service: str, agent: str) -> None:
         """Count ``t``'s blind spots under ``service``/``agent``: the labels the metrics gave the run."""

@@ -1,4 +1,5 @@
-"""Every Prometheus metric this package exports, declared in one place.
+"""The monitor's Prometheus series, built from the declarations in :mod:`.metric_catalogue`
+(names, help, labels, buckets: one place, which the OpenTelemetry bridge reads too).
 
 Names and labels are a contract: dashboards and alert rules are written against them.
 Hot counters (spans seen, late spans, drops, errors) are plain ints kept by the engine and
@@ -14,24 +15,35 @@ from collections.abc import Iterable, Mapping
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from . import metric_catalogue as m
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .blindspots import UncheckedCalls, checked_tools
 from .collectors import PlainCollector
 from .labels import MAX_LABEL_LEN, safe_label
+from .metric_catalogue import AGENT_LABELS as AGENT_LABELS  # re-exported: declared in the catalogue
+from .metric_catalogue import COST_BUCKETS as COST_BUCKETS
+from .metric_catalogue import DURATION_BUCKETS as DURATION_BUCKETS
+from .metric_catalogue import STEP_BUCKETS as STEP_BUCKETS
+from .metric_catalogue import Declared
 from .recovery import recoveries
 from .rules import KNOWN_RULES
-from .trajectory import Trajectory, redundant_calls
+from .trajectory import Trajectory, looping_calls, redundant_calls
 from .violation import Violation
 
-STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
-DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
-COST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 OUTCOMES = ("success", "failure", "unknown", "incomplete")
 BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration", "repeats")
-AGENT_LABELS = ("service_name", "agent_name")
 OTHER = "other"
 DEFAULT_MAX_AGENT_LABELS = 64  # = Limits.max_agent_labels' default
 ROW_CACHE = 4096  # (service, agent, outcome) keys whose series are bound once
+ROW_TOOLS = 256  # per row: tool names whose runs-with-tool cell is bound once
+
+
+def counter(d: Declared) -> PlainCounter:
+    return PlainCounter(d.name, d.doc, d.labels)
+
+
+def histogram(d: Declared) -> PlainHistogram:
+    return PlainHistogram(d.name, d.doc, d.labels, d.buckets)
 
 
 class ToolLabels:
@@ -96,7 +108,8 @@ class AgentLabels:
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
                  rules: Mapping[str, str] | None = None, writes: frozenset[str] = frozenset(), *,
-                 known_agents: Iterable[str] = (), max_agent_labels: int = DEFAULT_MAX_AGENT_LABELS) -> None:
+                 known_agents: Iterable[str] = (), max_agent_labels: int = DEFAULT_MAX_AGENT_LABELS,
+                 expected_tools: Iterable[str] = (), loop_repeats: int = 5) -> None:
         r = REGISTRY if registry is None else registry
         self.registry = r
         self.tool_label = ToolLabels(known_tools, max_tool_labels)
@@ -104,42 +117,38 @@ class Metrics:
         self._rules = dict(KNOWN_RULES) if rules is None else rules
         self._writes = writes  # repeated writes are duplicate_write's business, not redundant calls
         self._lock = threading.Lock()
-        self.trajectories = PlainCounter("agenteval_trajectories", "Finished agent trajectories, by outcome.",
-                                         (*AGENT_LABELS, "outcome"))
-        self.steps = PlainHistogram("agenteval_trajectory_steps", "Tool calls per finished trajectory.",
-                                    AGENT_LABELS, STEP_BUCKETS)
-        self.llm_calls = PlainHistogram("agenteval_trajectory_llm_calls", "LLM calls per finished trajectory.",
-                                        AGENT_LABELS, STEP_BUCKETS)
-        self.duration = PlainHistogram("agenteval_trajectory_duration_seconds", "Wall time of finished trajectories.",
-                                       (*AGENT_LABELS, "outcome"), DURATION_BUCKETS)
-        self.cost = PlainHistogram("agenteval_trajectory_cost_usd", "Model cost of finished trajectories in USD.",
-                                   (*AGENT_LABELS, "outcome"), COST_BUCKETS)
-        self.tokens = PlainCounter("agenteval_tokens", "Model tokens, from LLM spans (agent totals only as fallback).",
-                                   (*AGENT_LABELS, "type"))
-        self.with_tool_errors = PlainCounter(
-            "agenteval_trajectories_with_tool_errors",
-            "Finished trajectories with at least one failed tool call, by outcome (success = recovered).",
-            (*AGENT_LABELS, "outcome"))
-        self.redundant = PlainCounter("agenteval_redundant_calls",
-                                      "Non-write tool calls repeating an identical call in the same trajectory.",
-                                      (*AGENT_LABELS, "tool"))
+        self.trajectories = counter(m.TRAJECTORIES)
+        self.steps = histogram(m.STEPS)
+        self.llm_calls = histogram(m.LLM_CALLS)
+        self.duration = histogram(m.DURATION)
+        self.cost = histogram(m.COST)
+        self.tokens = counter(m.TOKENS)
+        self.with_tool_errors = counter(m.WITH_TOOL_ERRORS)
+        self.redundant = counter(m.REDUNDANT)
         self._plain = PlainCollector((self.trajectories, self.steps, self.llm_calls, self.duration, self.cost,
                                       self.tokens, self.with_tool_errors, self.redundant), self._lock)
         r.register(self._plain)
-        self.violations = Counter("agenteval_violations", "Broken invariants, as the offending step ends.",
-                                  (*AGENT_LABELS, "rule", "tool", "severity"), registry=r)
-        self.budget_breaches = Counter("agenteval_budget_breaches", "Budgets exceeded, once per budget per run.",
-                                       (*AGENT_LABELS, "budget"), registry=r)
-        self.open_trajectories = Gauge("agenteval_open_trajectories", "Trajectories not finished yet.", registry=r)
+        self.violations = Counter(m.VIOLATIONS.name, m.VIOLATIONS.doc, m.VIOLATIONS.labels, registry=r)
+        self.budget_breaches = Counter(m.BUDGET_BREACHES.name, m.BUDGET_BREACHES.doc, m.BUDGET_BREACHES.labels,
+                                       registry=r)
+        self.open_trajectories = Gauge(m.OPEN_TRAJECTORIES.name, m.OPEN_TRAJECTORIES.doc, registry=r)
         # calls and runs the checks cannot see into (no arguments, no token counts): blindspots.py
         self.unchecked = UncheckedCalls(r, checked_tools(known_tools), self.tool_label)
         # what the agent did after each failed tool call (recovery.py): its own collector
-        self.recoveries = PlainCounter(
-            "agenteval_tool_error_recoveries",
-            "Failed tool calls, by what came next: retried_same_ok|retried_same_failed|tried_other|gave_up.",
-            (*AGENT_LABELS, "tool", "next"))
+        self.recoveries = counter(m.RECOVERIES)
         self._plain_recoveries = PlainCollector((self.recoveries,), self._lock)
         r.register(self._plain_recoveries)
+        # the path mix: runs that called each tool (drift alert), runs that looped on one call
+        self.runs_with_tool = counter(m.RUNS_WITH_TOOL)
+        self.loops = counter(m.LOOPS)
+        self._expected = tuple(sorted(safe_label(t) for t in expected_tools))
+        self._loop_repeats = loop_repeats
+        self._plain_paths = PlainCollector((self.runs_with_tool, self.loops), self._lock)
+        r.register(self._plain_paths)
+        if self._expected:
+            expected = Gauge(m.EXPECTED_TOOL.name, m.EXPECTED_TOOL.doc, m.EXPECTED_TOOL.labels, registry=r)
+            for tool in self._expected:
+                expected.labels(tool).set(1)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
         self._guard: GuardMetrics | None = None
@@ -159,6 +168,8 @@ class Metrics:
                 self.with_tool_errors.touch((service, agent, outcome))
             self.tokens.touch((service, agent, "input"))
             self.tokens.touch((service, agent, "output"))
+            for tool in self._expected:  # at 0 from the agent's first run: a share that falls to 0 shows
+                self.runs_with_tool.touch((service, agent, tool))
         for rule, severity in self._rules.items():
             self.violations.labels(service, agent, rule, "", severity)
         for budget in BUDGETS:
@@ -167,8 +178,7 @@ class Metrics:
 
     def tool_calls(self, counts: dict[tuple[str, str, str, bool], int]) -> Metric:
         """``agenteval_tool_calls_total`` from the engine's plain counts (kept off the hot path)."""
-        family = CounterMetricFamily("agenteval_tool_calls", "Tool calls, as each tool span ends.",
-                                     labels=(*AGENT_LABELS, "tool", "status"))
+        family = CounterMetricFamily(m.TOOL_CALLS.name, m.TOOL_CALLS.doc, labels=m.TOOL_CALLS.labels)
         summed: dict[tuple[str, str, str, str], int] = {}
         for (service, agent, tool, ok), n in list(counts.items()):
             s, a = self.agent_label(service, agent, count=False)  # scrape time: counted where they were made
@@ -200,15 +210,28 @@ class Metrics:
         self._lock = threading.Lock()
         self._plain.relock(self._lock)
         self._plain_recoveries.relock(self._lock)
+        self._plain_paths.relock(self._lock)
 
     def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, through the series and keys
         bound once per (service, agent, outcome), under one lock."""
         redundant = redundant_calls(t, self._writes)
+        by_tool: dict[str, int] = {}
+        for s in t.steps:
+            by_tool[s.tool] = by_tool.get(s.tool, 0) + 1
+        looping = looping_calls(t, self._loop_repeats, by_tool) if by_tool else []
+        tool_label = self.tool_label
         okey = (t.service_name, t.agent_name, t.outcome)
         row = self._rows.get(okey)
         if row is None:
             row = self._row(okey)
+        cells = row.tool_runs
+        used: list[Cell] = []  # agenteval_runs_with_tool_total: one count per distinct tool, its cell bound once
+        for tool in by_tool:
+            cell = cells.get(tool)
+            if cell is None:
+                cell = self._tool_runs_cell(row, tool)
+            used.append(cell)
         trace, now = t.trace_hex, time.time()
         bounds = self._bounds
         lock = self._lock
@@ -226,12 +249,25 @@ class Metrics:
             if t.tool_errors:
                 row.with_tool_errors.value += 1
             for tool in redundant:
-                self.redundant.inc((row.service, row.agent, self.tool_label(tool)))
+                self.redundant.inc((row.service, row.agent, tool_label(tool)))
+            for cell in used:
+                cell.value += 1
+            for tool in looping:
+                self.loops.inc((row.service, row.agent, tool_label(tool)))
         finally:
             lock.release()
         self.unchecked.finished(t, row.service, row.agent)
         if t.tool_errors:
             self._recoveries(t, row.service, row.agent)
+
+    def _tool_runs_cell(self, row: _Row, tool: str) -> Cell:
+        """The runs-with-tool cell of ``tool`` for ``row``, remembered (bounded) when the name is its own label."""
+        label = self.tool_label(tool)
+        with self._lock:
+            cell = self.runs_with_tool.cell((row.service, row.agent, label))
+        if label == tool and len(row.tool_runs) < ROW_TOOLS:
+            row.tool_runs[tool] = cell
+        return cell
 
     def _recoveries(self, t: Trajectory, service: str, agent: str) -> None:
         """``agenteval_tool_error_recoveries_total``: one count per failed step, by what came next."""
@@ -263,7 +299,7 @@ class _Row:
     """What one (service, agent, outcome) writes to: its histogram series and counter cells."""
 
     __slots__ = ("agent", "cost", "duration", "input_tokens", "llm_calls", "output_tokens", "service", "steps",
-                 "trajectories", "with_tool_errors")
+                 "tool_runs", "trajectories", "with_tool_errors")
 
     def __init__(self, service: str, agent: str, steps: Series, llm_calls: Series, duration: Series, cost: Series,
                  trajectories: Cell, with_tool_errors: Cell, input_tokens: Cell, output_tokens: Cell) -> None:
@@ -277,6 +313,7 @@ class _Row:
         self.with_tool_errors = with_tool_errors
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+        self.tool_runs: dict[str, Cell] = {}  # raw tool name -> its agenteval_runs_with_tool_total cell
 
 
 class GuardMetrics:
@@ -284,17 +321,13 @@ class GuardMetrics:
     and the times it could not decide. Labels made safe and capped like the violations'."""
 
     def __init__(self, registry: CollectorRegistry, agent_label: AgentLabels, tool_label: ToolLabels) -> None:
-        labels = (*AGENT_LABELS, "rule", "tool")
         self._agent_label = agent_label
         self._tool_label = tool_label
-        self.blocked = Counter("agenteval_blocked_actions", "Tool calls the guard stopped before they ran.",
-                               labels, registry=registry)
-        self.would_block = Counter("agenteval_guard_would_block",
-                                   "Tool calls the guard would have stopped, let run (mode: observe).",
-                                   labels, registry=registry)
-        self.errors = Counter("agenteval_guard_errors",
-                              "Guard decisions it could not make, by fail closed|open (record: made, not recorded).",
-                              ("fail",), registry=registry)
+        self.blocked = Counter(m.BLOCKED_ACTIONS.name, m.BLOCKED_ACTIONS.doc, m.BLOCKED_ACTIONS.labels,
+                               registry=registry)
+        self.would_block = Counter(m.GUARD_WOULD_BLOCK.name, m.GUARD_WOULD_BLOCK.doc, m.GUARD_WOULD_BLOCK.labels,
+                                   registry=registry)
+        self.errors = Counter(m.GUARD_ERRORS.name, m.GUARD_ERRORS.doc, m.GUARD_ERRORS.labels, registry=registry)
         for fail in ("closed", "open"):
             self.errors.labels(fail)
 

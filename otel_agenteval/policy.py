@@ -25,6 +25,7 @@ from .policy_sections import (
     ForbiddenIf,
     Limits,
     OutcomePolicy,
+    OutputsPolicy,
     Price,
     SameSubject,
     ToolPolicy,
@@ -43,6 +44,7 @@ __all__ = [
     "ForbiddenIf",
     "Limits",
     "OutcomePolicy",
+    "OutputsPolicy",
     "Policy",
     "PolicyError",
     "Price",
@@ -68,6 +70,7 @@ class Policy(BaseModel):
     pricing: dict[str, Price] = {}
     outcome: OutcomePolicy = OutcomePolicy()
     limits: Limits = Limits()
+    outputs: OutputsPolicy = OutputsPolicy()
     confirmation: ConfirmationPolicy = ConfirmationPolicy()
     severity: dict[str, Severity] = {}
     rules: dict[str, bool] = {}
@@ -120,6 +123,11 @@ class Policy(BaseModel):
     @functools.cached_property
     def write_tools(self) -> frozenset[str]:
         return frozenset(name for name, t in self.tools.items() if t.write)
+
+    @functools.cached_property
+    def expected_tools(self) -> frozenset[str]:
+        """Tools most runs call (``expected: true``): their share of runs is watched for drops."""
+        return frozenset(name for name, t in self.tools.items() if t.expected)
 
     @functools.cached_property
     def guarded_tools(self) -> frozenset[str]:

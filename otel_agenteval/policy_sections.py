@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 
 class _Model(BaseModel):
@@ -49,6 +49,7 @@ class ForbiddenIf(_Model):
 
 class ToolPolicy(_Model):
     write: bool = False
+    expected: StrictBool = False  # most runs call it: a drop in its share of runs warns (AgentExpectedToolShareDropped)
     requires_confirmation: bool = False
     destructive: bool = False
     requires_before: list[str] = []
@@ -128,6 +129,15 @@ class Price(_Model):
 
 class OutcomePolicy(_Model):
     success_when: list[str] = []
+
+
+class OutputsPolicy(_Model):
+    """Where findings go besides metrics and logs."""
+
+    evaluation_events: bool = False  # gen_ai.evaluation.result log records through the global LoggerProvider
+    evaluation_runs: bool = False  # and one per finished run, with its outcome
+    evaluation_ids_in_clear: bool = False  # conversation ids in clear on those records (hashed otherwise)
+    loop_repeats: int = Field(default=5, ge=2)  # agenteval_loops_total: one call (tool + arguments) this often in a run
 
 
 class Limits(_Model):

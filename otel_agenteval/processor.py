@@ -15,11 +15,15 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry, Gauge
 
 from .collectors import SelfCollector
+from .evaluation_events import for_policy, with_events
+from .metric_catalogue import QUEUED_SPANS
 from .monitor import build_monitor
 from .policy import Policy
 from .rules import Rule
@@ -41,6 +45,11 @@ class TrajectoryProcessor(SpanProcessor):
 
     ``background=True`` checks on one thread of its own instead of in ``end()``, with at most
     ``max_queue_size`` span ends waiting (more are dropped, counted): see :mod:`.handoff`.
+
+    ``logger_provider`` (or ``outputs.evaluation_events: true`` in the policy, for the global one)
+    emits each violation as a ``gen_ai.evaluation.result`` log record on the offending span.
+    ``meter_provider`` records every metric through OpenTelemetry too (the GenAI agent metrics and
+    ``agenteval.*``; see :mod:`.otel_metrics`).
     """
 
     def __init__(
@@ -55,11 +64,16 @@ class TrajectoryProcessor(SpanProcessor):
         clock: Callable[[], int] | None = None,
         background: bool = False,
         max_queue_size: int = 8192,
+        logger_provider: LoggerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
+        # findings as gen_ai.evaluation.result log records on the trace (evaluation_events.py)
+        on_violation, on_trajectory = with_events(for_policy(self.policy, logger_provider), on_violation,
+                                                  on_trajectory)
         monitor = build_monitor(self.policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
-                                rules=rules, clock=ProcessClock(clock))
+                                rules=rules, clock=ProcessClock(clock), meter_provider=meter_provider)
         self.engine = monitor.engine
         self.metrics = monitor.metrics
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
@@ -70,8 +84,7 @@ class TrajectoryProcessor(SpanProcessor):
             from .handoff import Handoff  # imported when asked for
 
             handoff = self._handoff = Handoff(self.engine, max_queue_size)
-            Gauge("agenteval_queued_spans", "Span ends waiting for the checks' thread (background=True).",
-                  registry=self.metrics.registry).set_function(lambda: handoff.queued)
+            Gauge(QUEUED_SPANS.name, QUEUED_SPANS.doc, registry=self.metrics.registry).set_function(lambda: handoff.queued)
         self._end = self.engine.end if self._handoff is None else self._handoff.end  # never raises
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
         # of its parent's, as the SDK's BatchSpanProcessor does for its queue

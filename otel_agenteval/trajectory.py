@@ -177,5 +177,24 @@ def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[st
     return out
 
 
+def looping_calls(t: Trajectory, repeats: int, by_tool: dict[str, int]) -> list[str]:
+    """Tools one of whose calls (same tool, same arguments) ran at least ``repeats`` times in ``t``;
+    ``by_tool``: its steps counted by tool. Arguments are parsed only for tools that ran that often."""
+    out: list[str] = []
+    if len(t.steps) < repeats:
+        return out
+    for tool, n in by_tool.items():
+        if n < repeats:
+            continue
+        keys: dict[str, int] = {}
+        for s in t.steps:
+            if s.tool == tool:
+                k = s.arguments_key
+                keys[k] = keys.get(k, 0) + 1
+        if max(keys.values()) >= repeats:
+            out.append(tool)
+    return out
+
+
 __all__ = ["NO_LIMITS", "AgentSpan", "Conversation", "LLMCall", "Limits", "Outcome", "ToolStep", "Trajectory",
-           "parse_arguments", "rebuild", "redundant_calls", "short_hash"]
+           "looping_calls", "parse_arguments", "rebuild", "redundant_calls", "short_hash"]

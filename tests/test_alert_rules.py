@@ -143,6 +143,12 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("AgentUncheckedCalls", "window 1h -> 5m", _replace("[1h]", "[5m]")),
     ("AgentUnreadSpans", "born-above-zero branch dropped", _first_branch_only),
     ("AgentUnreadSpans", "window 1h -> 5m", _replace("[1h]", "[5m]")),
+    ("AgentExpectedToolShareDropped", "margin 10 -> 30 points", _replace(") - 0.1", ") - 0.3")),
+    ("AgentExpectedToolShareDropped", "any tool, expected or not",
+     _replace("and on (tool) agenteval_policy_expected_tool == 1\n", "")),
+    ("AgentExpectedToolShareDropped", "volume guard dropped", _drop_volume_guard),
+    ("AgentLoopingCalls", "born-at-1 branch dropped", _first_branch_only),
+    ("AgentLoopingCalls", "window 10m -> 1m", _replace("[10m]", "[1m]")),
 ]
 
 

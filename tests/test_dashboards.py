@@ -81,7 +81,8 @@ def test_panels_cover_the_overview() -> None:
               "Tool calls per trajectory: p50 / p95 / p99", "LLM calls", "Tokens/s",
               "Violations/s by rule and agent", "Violations in range by rule and agent", "Top tools by calls",
               "Top tools by errors", "Tool-error recovery", "Redundant calls/s", "Processor errors/s",
-              "Evictions, late spans and dropped steps", "Scrape target up", "Monitor health"]
+              "Evictions, late spans and dropped steps", "Scrape target up", "Monitor health",
+              "Share of runs calling each tool", "Looping runs/s"]
     assert [t for t in wanted if t not in titles] == []
     kinds = {p["title"]: p["type"] for p in _panels(_dashboard())}
     assert kinds["Tool calls per trajectory"] == "heatmap"
@@ -125,7 +126,9 @@ def test_agent_queries_honour_both_variables() -> None:
 
 def test_every_metric_named_is_exported(make_processor: Any) -> None:
     """Names in the queries against the names a real processor's registry exposes after a run."""
-    h: Harness = make_processor(ISSUE_POLICY)
+    # an expected tool and a loop (two identical lookups), so the path panels' series exist
+    h: Harness = make_processor(ISSUE_POLICY.replace("tools:\n", "tools:\n  lookup_order: {expected: true}\n")
+                                + "outputs: {loop_repeats: 2}\n")
     root = h.agent("support")
     h.chat(root, at=0.5, inp=100, out=10)
     h.tool(root, "lookup_order", {"order_id": "1"}, at=1)

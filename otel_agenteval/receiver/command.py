@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from ..cli_errors import finite, positive_seconds, seconds
+from ..evaluation_events import EvaluationEvents, with_events
 from .config import LOOPS, ConfigError, ServeConfig, read_token
 from .malloc import tune_for_large_bodies
 
@@ -83,6 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback --addr without a token (spans from anyone who can reach it)")
     p.add_argument("--no-log-violations", action="store_true", help="do not log a line per violation (metrics only)")
+    p.add_argument("--otlp-logs-endpoint", metavar="URL",
+                   help="send each violation as a gen_ai.evaluation.result log record on its span to this "
+                        "OTLP/HTTP logs endpoint (e.g. http://collector:4318/v1/logs)")
     p.add_argument("--shutdown-delay", type=seconds, default=0.0, metavar="SECONDS",
                    help="on SIGTERM, report not ready and keep accepting this long before stopping, so load "
                         "balancers (the Collector's DNS resolver) stop sending first (default %(default)s)")
@@ -101,6 +105,26 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         log_violations=not args.no_log_violations, loop=args.loop, wal_dir=args.wal_dir, wal_sync_s=args.wal_sync,
         wal_max_bytes=args.wal_max_bytes,
     ).validate()
+
+
+def evaluation_logs(endpoint: str | None, policy: Any) -> tuple[Any, EvaluationEvents] | None:
+    """``--otlp-logs-endpoint``: a LoggerProvider batching to it, and the events sinks on it."""
+    if not endpoint:
+        return None
+    if not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"invalid --otlp-logs-endpoint: {endpoint!r} (an http:// or https:// URL)")
+    try:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    except ImportError:
+        raise ConfigError("--otlp-logs-endpoint needs opentelemetry-exporter-otlp-proto-http installed") from None
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    provider = LoggerProvider(resource=Resource.create({"service.name": "otel-agenteval"}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=endpoint)))
+    out = policy.outputs
+    return provider, EvaluationEvents(provider, runs=out.evaluation_runs, ids_in_clear=out.evaluation_ids_in_clear)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
         outcomes[t.outcome] = outcomes.get(t.outcome, 0) + 1
 
     try:
-        receiver = Receiver(config, policy, on_trajectory=(tally,))
+        events = evaluation_logs(args.otlp_logs_endpoint, policy)
+        on_violation, on_trajectory = with_events(events[1] if events else None, (), (tally,))
+        receiver = Receiver(config, policy, on_violation=on_violation, on_trajectory=on_trajectory)
     except ConfigError as exc:
         print(f"otel-agenteval serve: {exc}", file=sys.stderr)
         return 2
@@ -161,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,
                       "held_spans": receiver.pipeline.feeder.held_spans}), file=sys.stderr, flush=True)
     receiver.stop(args.drain_timeout, args.shutdown_delay)
+    if events is not None:
+        events[0].shutdown()  # what the batch holds goes out
     done = receiver.pipeline.finished.is_set()
     print(json.dumps({"event": "stopped", "drained": done, "traces": dict(receiver.pipeline.feeder.completed),
                       "trajectories": outcomes}),
