@@ -13,6 +13,7 @@ after the delay. Shutting down answers ``UNAVAILABLE``; a wrong token ``UNAUTHEN
 from __future__ import annotations
 
 import hmac
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -28,6 +29,8 @@ from .compression import TooLarge, grpc_message
 from .config import ServeConfig
 from .decoding import BadRequest, from_protobuf
 from .pipeline import CLOSED, FULL, Pipeline
+
+log = logging.getLogger("otel_agenteval.serve")
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 MAX_IN_FLIGHT = 256  # requests received and waiting for a handler; past it grpcio refuses (RESOURCE_EXHAUSTED)
@@ -80,6 +83,11 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         except BadRequest as exc:
             self._requests.labels("grpc", "bad_request").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Exception as exc:  # a message no reader foresaw: still the client's
+            log.exception("agenteval serve: unexpected error decoding a gRPC request")
+            self.pipeline.counters.errors.labels("decode").inc()
+            self._requests.labels("grpc", "bad_request").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(exc).__name__}")
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:

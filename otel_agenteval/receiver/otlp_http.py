@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
@@ -29,6 +31,10 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
+log = logging.getLogger("otel_agenteval.serve")
+
+OFFLOAD_BYTES = 4 << 20  # bodies past this (as inflated) are decoded and fed on a decoder thread
+DECODERS = 2  # those threads: decoding holds the GIL, so more would only take turns
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _GRPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 503: 14, 404: 5, 405: 12}  # google.rpc.Code
@@ -56,6 +62,7 @@ class OtlpHttpApp:
         self._refused = c.spans.labels("http", "refused")
         self._ok = c.requests.labels("http", "ok")
         self._retry_after = str(config.retry_after_s).encode()
+        self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="agenteval-decode")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -85,8 +92,11 @@ class OtlpHttpApp:
             raw = await self._body(headers, receive)
             inflater = CONTENT_ENCODINGS[encoding]
             body = raw if inflater is None else inflater(raw, self.config.max_body_bytes)
-            decoded = from_json(body) if json_body else from_protobuf(body)
-            response = self._enqueue(decoded)
+            if len(body) <= OFFLOAD_BYTES:
+                response = self._decode_and_enqueue(body, json_body)
+            else:  # a big body is read off the event loop: /healthz and other requests go on meanwhile
+                loop = asyncio.get_running_loop()
+                response = await loop.run_in_executor(self._decoders, self._decode_and_enqueue, body, json_body)
         except _Refused as r:
             self._requests.labels("http", r.result).inc()
             await _send(send, r.status, _status_body(r.status, str(r), json_body), json_body, r.headers)
@@ -99,7 +109,19 @@ class OtlpHttpApp:
             self._requests.labels("http", "bad_request").inc()
             await _send(send, 400, _status_body(400, str(exc), json_body), json_body)
             return
+        except Exception as exc:  # a body no reader foresaw: still the client's, never a 500
+            log.exception("agenteval serve: unexpected error decoding a request")
+            self.pipeline.counters.errors.labels("decode").inc()
+            self._requests.labels("http", "bad_request").inc()
+            await _send(send, 400, _status_body(400, f"unreadable request: {type(exc).__name__}", json_body), json_body)
+            return
         await _send(send, 200, _response_body(response, json_body), json_body)
+
+    def _decode_and_enqueue(self, body: bytes | bytearray, json_body: bool) -> ExportTraceServiceResponse | None:
+        return self._enqueue(from_json(body) if json_body else from_protobuf(body))
+
+    def close(self) -> None:
+        self._decoders.shutdown(wait=False)
 
     def _authorise(self, header: bytes) -> None:
         scheme, _, token = header.partition(b" ")

@@ -68,6 +68,7 @@ class Receiver:
         self.ports = Ports()
         self._grpc: Any = None
         self._otlp_server: uvicorn.Server | None = None
+        self._otlp_app: OtlpHttpApp | None = None
         self._ops_server: uvicorn.Server | None = None
         self._loop_thread: threading.Thread | None = None
         self._listening = False
@@ -105,7 +106,8 @@ class Receiver:
             if cfg.http_port >= 0:
                 http_sock = _bind(cfg.addr, cfg.http_port)
                 self.ports.http = http_sock.getsockname()[1]
-                self._otlp_server = self._uvicorn(OtlpHttpApp(self.pipeline, cfg))
+                self._otlp_app = OtlpHttpApp(self.pipeline, cfg)
+                self._otlp_server = self._uvicorn(self._otlp_app)
                 sockets.append((self._otlp_server, http_sock))
             self.pipeline.start()
             if cfg.grpc_port >= 0:
@@ -173,6 +175,8 @@ class Receiver:
                 event = self._done.get(id(self._otlp_server))
                 if event is not None:
                     event.wait(15)
+            if self._otlp_app is not None:
+                self._otlp_app.close()
             self.pipeline.stop(drain_timeout)
             if self._ops_server is not None:
                 self._ops_server.should_exit = True
