@@ -61,6 +61,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="most spans in one request (413 past it; default %(default)s)")
     b.add_argument("--body-timeout", type=float, default=_D.body_timeout_s, metavar="SECONDS",
                    help="a request body must arrive within this long (408 past it; default %(default)s)")
+    b.add_argument("--max-connections", type=int, default=_D.max_connections, metavar="N",
+                   help="open connections per listener; past it a new connection closes the one idle the longest "
+                        "(or gets 503 when all are busy) (default: a third of the descriptor limit less 100)")
+    b.add_argument("--http-idle-timeout", type=float, default=_D.http_idle_s, metavar="SECONDS",
+                   help="close a connection with no request in progress after this long, on every listener "
+                        "(default %(default)s)")
+    b.add_argument("--http-read-timeout", type=float, default=_D.http_read_s, metavar="SECONDS",
+                   help="a request's headers must arrive within this long (slow senders are cut off; "
+                        "default %(default)s)")
     b.add_argument("--retry-after", type=int, default=_D.retry_after_s, metavar="SECONDS",
                    help="retry delay given to throttled clients (Retry-After, RetryInfo; default %(default)s)")
     s = p.add_argument_group("security")
@@ -86,7 +95,8 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         max_spans_per_request=args.max_spans_per_request, body_timeout_s=args.body_timeout,
         retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env), tls_cert=args.tls_cert,
         tls_key=args.tls_key, insecure=args.insecure, grpc_workers=args.grpc_workers,
-        log_violations=not args.no_log_violations, loop=args.loop,
+        log_violations=not args.no_log_violations, loop=args.loop, max_connections=args.max_connections,
+        http_idle_s=args.http_idle_timeout, http_read_s=args.http_read_timeout,
     ).validate()
 
 

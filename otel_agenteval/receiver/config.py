@@ -36,6 +36,9 @@ class ServeConfig:
     grpc_workers: int = 1  # a handler's work holds the GIL: more threads only take turns at it
     log_violations: bool = True
     loop: str = "auto"  # the HTTP listeners' event loop: auto (uvloop when installed), uvloop, asyncio
+    max_connections: int = 0  # open connections per listener; 0: a share of the descriptor limit
+    http_idle_s: float = 30.0  # a connection with no request in progress is closed after this long
+    http_read_s: float = 10.0  # a request's headers must arrive within this long
 
     def validate(self) -> ServeConfig:
         def bad(flag: str, why: str) -> ConfigError:
@@ -67,6 +70,11 @@ class ServeConfig:
             raise bad("--body-timeout", f"{self.body_timeout_s} (seconds, > 0)")
         if self.retry_after_s < 0:
             raise bad("--retry-after", f"{self.retry_after_s} (seconds, >= 0)")
+        if self.max_connections < 0:
+            raise bad("--max-connections", f"{self.max_connections} (>= 1, or 0 for a share of the descriptor limit)")
+        for flag, seconds in (("--http-idle-timeout", self.http_idle_s), ("--http-read-timeout", self.http_read_s)):
+            if not 0 < seconds < float("inf"):
+                raise bad(flag, f"{seconds} (seconds, > 0)")
         if self.grpc_workers < 1:
             raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
         if self.loop not in LOOPS:
@@ -82,6 +90,14 @@ class ServeConfig:
             raise ConfigError(f"refusing to listen on {self.addr} (not loopback) without a token: give --token-file "
                               "or --token-env, or --insecure to accept unauthenticated spans")
         return self
+
+    @property
+    def connection_limit(self) -> int:
+        if self.max_connections:
+            return self.max_connections
+        from .connections import default_max_connections
+
+        return default_max_connections()
 
     @property
     def tls(self) -> bool:

@@ -129,7 +129,11 @@ def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any,
         handlers=(handler,),
         options=[("grpc.max_receive_message_length", 2 * config.max_body_bytes),
                  ("grpc.per_message_decompression", 0),  # inflated by the handler: grpc_message
-                 ("grpc.so_reuseport", 0)],
+                 ("grpc.so_reuseport", 0),
+                 # the HTTP listeners' limits (connections.py), as grpcio's core takes them
+                 ("grpc.max_connection_idle_ms", int(config.http_idle_s * 1000)),
+                 ("grpc.server_handshake_timeout_ms", int(config.http_read_s * 1000)),
+                 ("grpc.max_allowed_incoming_connections", config.connection_limit)],
         maximum_concurrent_rpcs=MAX_IN_FLIGHT,
     )
     host = f"[{config.addr}]" if ":" in config.addr else config.addr

@@ -99,6 +99,11 @@ class ReceiverMetrics:
                                 registry=registry)
         self.held_traces = Gauge("agenteval_receiver_held_traces", "Traces held while they complete.",
                                  registry=registry)
+        self.connections_closed = Counter("agenteval_receiver_connections_closed",
+                                          "HTTP connections closed by the listener, by listener (otlp_http, ops) and "
+                                          "reason: idle, read_timeout (headers too slow), evicted (idle the longest "
+                                          "when --max-connections was reached), refused (503: all busy).",
+                                          ("listener", "reason"), registry=registry)
         for protocol in ("grpc", "http"):
             for result in ("accepted", "rejected", "refused"):
                 self.spans.labels(protocol, result)

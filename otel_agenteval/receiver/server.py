@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from ..policy import Policy
 from . import eventloop
 from .config import ServeConfig
+from .connections import guarded, limits_for
 from .otlp_grpc import start_grpc
 from .otlp_http import OpsApp, OtlpHttpApp
 from .pipeline import Pipeline
@@ -45,6 +46,18 @@ def _bind(addr: str, port: int) -> socket.socket:
     sock.listen(1024)
     sock.setblocking(False)
     return sock
+
+
+def _http_protocol() -> type:
+    """The protocol class uvicorn's ``http="auto"`` would take: httptools when installed, else h11."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        return HttpToolsProtocol
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
 
 
 def _setter(event: threading.Event) -> Any:
@@ -101,13 +114,13 @@ class Receiver:
         try:
             ops_sock = _bind(cfg.addr, cfg.metrics_port)
             self.ports.metrics = ops_sock.getsockname()[1]
-            self._ops_server = self._uvicorn(OpsApp(self.registry, self.problems))
+            self._ops_server = self._uvicorn(OpsApp(self.registry, self.problems), "ops")
             sockets.append((self._ops_server, ops_sock))
             if cfg.http_port >= 0:
                 http_sock = _bind(cfg.addr, cfg.http_port)
                 self.ports.http = http_sock.getsockname()[1]
                 self._otlp_app = OtlpHttpApp(self.pipeline, cfg)
-                self._otlp_server = self._uvicorn(self._otlp_app)
+                self._otlp_server = self._uvicorn(self._otlp_app, "otlp_http")
                 sockets.append((self._otlp_server, http_sock))
             self.pipeline.start()
             if cfg.grpc_port >= 0:
@@ -149,10 +162,13 @@ class Receiver:
             raise OSError("the HTTP listeners did not start")
         return self
 
-    def _uvicorn(self, app: Any) -> uvicorn.Server:
+    def _uvicorn(self, app: Any, listener: str) -> uvicorn.Server:
         cfg = self.config
+        limits = limits_for(listener, self.pipeline.counters.connections_closed, cfg.connection_limit,
+                            cfg.http_idle_s, cfg.http_read_s)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
-                                timeout_keep_alive=30, timeout_graceful_shutdown=10,
+                                http=guarded(_http_protocol(), limits),
+                                timeout_keep_alive=max(1, int(cfg.http_idle_s)), timeout_graceful_shutdown=10,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key)
         return uvicorn.Server(config)  # run off the main thread: it installs no signal handlers
 
