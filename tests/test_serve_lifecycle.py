@@ -45,7 +45,7 @@ def test_sigterm_goes_unready_drains_and_finalises_open_runs_as_incomplete():
         err = proc.stderr.read()
     stopped = json.loads([line for line in err.splitlines() if '"stopped"' in line][-1])
     assert stopped["drained"] is True
-    assert stopped["traces"] == {"root_end": 0, "idle_timeout": 0, "capacity": 0, "shutdown": 4}
+    assert stopped["traces"] == {"root_end": 0, "idle_timeout": 0, "capacity": 0, "memory": 0, "shutdown": 4}
     assert stopped["trajectories"] == {"unknown": 3, "incomplete": 1}
 
 

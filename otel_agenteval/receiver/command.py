@@ -61,6 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="most spans in one request (413 past it; default %(default)s)")
     b.add_argument("--body-timeout", type=float, default=_D.body_timeout_s, metavar="SECONDS",
                    help="a request body must arrive within this long (408 past it; default %(default)s)")
+    b.add_argument("--memory-limit-mib", type=int, default=_D.memory_limit_mib, metavar="MIB",
+                   help="one budget for request bodies being read, queued batches and held spans; past it 429 / "
+                        "RESOURCE_EXHAUSTED with a retry delay, and held traces past half of it are played early "
+                        "(default: half the container's cgroup memory limit, else a quarter of RAM)")
     b.add_argument("--max-connections", type=int, default=_D.max_connections, metavar="N",
                    help="open connections per listener; past it a new connection closes the one idle the longest "
                         "(or gets 503 when all are busy) (default: a third of the descriptor limit less 100)")
@@ -96,7 +100,7 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env), tls_cert=args.tls_cert,
         tls_key=args.tls_key, insecure=args.insecure, grpc_workers=args.grpc_workers,
         log_violations=not args.no_log_violations, loop=args.loop, max_connections=args.max_connections,
-        http_idle_s=args.http_idle_timeout, http_read_s=args.http_read_timeout,
+        http_idle_s=args.http_idle_timeout, http_read_s=args.http_read_timeout, memory_limit_mib=args.memory_limit_mib,
     ).validate()
 
 

@@ -39,6 +39,7 @@ class ServeConfig:
     max_connections: int = 0  # open connections per listener; 0: a share of the descriptor limit
     http_idle_s: float = 30.0  # a connection with no request in progress is closed after this long
     http_read_s: float = 10.0  # a request's headers must arrive within this long
+    memory_limit_mib: int = 0  # bodies + queued + held spans, in MiB; 0: half the cgroup limit, else 1/4 of RAM
 
     def validate(self) -> ServeConfig:
         def bad(flag: str, why: str) -> ConfigError:
@@ -75,6 +76,11 @@ class ServeConfig:
         for flag, seconds in (("--http-idle-timeout", self.http_idle_s), ("--http-read-timeout", self.http_read_s)):
             if not 0 < seconds < float("inf"):
                 raise bad(flag, f"{seconds} (seconds, > 0)")
+        if self.memory_limit_mib < 0:
+            raise bad("--memory-limit-mib", f"{self.memory_limit_mib} (MiB, >= 1, or 0 for the default)")
+        if self.memory_limit_bytes < 4 * self.max_body_bytes:
+            raise bad("--memory-limit-mib", f"{self.memory_limit_bytes >> 20} MiB is less than 4 x --max-body-bytes "
+                      f"({self.max_body_bytes}): a body is reserved at twice its size, and the largest must fit")
         if self.grpc_workers < 1:
             raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
         if self.loop not in LOOPS:
@@ -98,6 +104,14 @@ class ServeConfig:
         from .connections import default_max_connections
 
         return default_max_connections()
+
+    @property
+    def memory_limit_bytes(self) -> int:
+        if self.memory_limit_mib:
+            return self.memory_limit_mib << 20
+        from .memory import default_limit_mib
+
+        return default_limit_mib() << 20
 
     @property
     def tls(self) -> bool:

@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .compression import TooLarge, grpc_message
 from .config import ServeConfig
 from .decoding import BadRequest, from_protobuf
+from .memory import Reservation, span_bytes
 from .pipeline import CLOSED, FULL, Pipeline
 
 log = logging.getLogger("otel_agenteval.serve")
@@ -52,14 +53,9 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         self._accepted = c.spans.labels("grpc", "accepted")
         self._rejected = c.spans.labels("grpc", "rejected")
         self._refused = c.spans.labels("grpc", "refused")
-        info = RetryInfo(retry_delay=Duration(seconds=config.retry_after_s))
-        detail = AnyProto()
-        detail.Pack(info)
-        self._throttled = _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, "ingest queue is full: retry later", (
-            ("grpc-status-details-bin", Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
-                                               message="ingest queue is full: retry later",
-                                               details=[detail]).SerializeToString()),
-            ("google.rpc.retryinfo-bin", info.SerializeToString())))
+        self._throttled = _retry_later("ingest queue is full: retry later", config.retry_after_s)
+        self._memory_limited = _retry_later("memory limit reached (--memory-limit-mib): retry later",
+                                            config.retry_after_s)
 
     def Export(self, request: bytes, context: Any) -> ExportTraceServiceResponse:  # noqa: N802 - the RPC's name
         if self._token is not None:
@@ -75,8 +71,20 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             self._requests.labels("grpc", "too_large").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"message of {len(request)} bytes is larger than {self.config.max_body_bytes} (--max-body-bytes)")
+        held = Reservation(self.pipeline.memory)
         try:
-            decoded = from_protobuf(grpc_message(request, self.config.max_body_bytes))
+            return self._export(request, context, held)
+        finally:
+            held.release()
+
+    def _export(self, request: bytes, context: Any, held: Reservation) -> ExportTraceServiceResponse:
+        if not held.grow(len(request)):
+            self._requests.labels("grpc", "memory_limited").inc()
+            context.abort_with_status(self._memory_limited)
+        try:
+            message = grpc_message(request, self.config.max_body_bytes)
+            roomy = held.grow(len(message) - len(request))  # inflated: its bytes too
+            decoded = from_protobuf(message) if roomy else None
         except TooLarge as exc:
             self._requests.labels("grpc", "too_large").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -88,6 +96,10 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             self.pipeline.counters.errors.labels("decode").inc()
             self._requests.labels("grpc", "bad_request").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(exc).__name__}")
+        if decoded is None:
+            self._requests.labels("grpc", "memory_limited").inc()
+            context.abort_with_status(self._memory_limited)
+        assert decoded is not None  # abort_with_status raised
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:
@@ -95,7 +107,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)")
         if spans:
-            got = self.pipeline.submit(spans)
+            got = self.pipeline.submit(spans, span_bytes(len(message), len(spans)))
             if got == FULL:
                 self._refused.inc(len(spans))
                 self._requests.labels("grpc", "throttled").inc()
@@ -114,6 +126,17 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         else:
             self._requests.labels("grpc", "ok").inc()
         return response
+
+
+def _retry_later(message: str, delay_s: int) -> _Status:
+    """``RESOURCE_EXHAUSTED`` with a ``RetryInfo``, where the Collector and the Python SDK read it."""
+    info = RetryInfo(retry_delay=Duration(seconds=delay_s))
+    detail = AnyProto()
+    detail.Pack(info)
+    return _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, message, (
+        ("grpc-status-details-bin", Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], message=message,
+                                           details=[detail]).SerializeToString()),
+        ("google.rpc.retryinfo-bin", info.SerializeToString())))
 
 
 def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any, int]:

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, make_asgi_app
 from .compression import CONTENT_ENCODINGS, TooLarge
 from .config import ServeConfig
 from .decoding import BadRequest, Decoded, from_json, from_protobuf
+from .memory import Reservation, span_bytes
 from .pipeline import CLOSED, FULL, Pipeline
 
 Scope = dict[str, Any]
@@ -70,6 +71,13 @@ class OtlpHttpApp:
             return
         if scope["type"] != "http":
             return
+        held = Reservation(self.pipeline.memory)
+        try:
+            await self._export(scope, receive, send, held)
+        finally:
+            held.release()
+
+    async def _export(self, scope: Scope, receive: Receive, send: Send, held: Reservation) -> None:
         json_body = False
         try:
             if scope["path"] != "/v1/traces":
@@ -89,9 +97,11 @@ class OtlpHttpApp:
             if encoding not in CONTENT_ENCODINGS:
                 raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip, deflate "
                                "or none", "unsupported_media_type")
-            raw = await self._body(headers, receive)
+            raw = await self._body(headers, receive, held)
             inflater = CONTENT_ENCODINGS[encoding]
             body = raw if inflater is None else inflater(raw, self.config.max_body_bytes)
+            if not held.grow(len(body) - len(raw)):
+                raise self._memory_limited()
             if len(body) <= OFFLOAD_BYTES:
                 response = self._decode_and_enqueue(body, json_body)
             else:  # a big body is read off the event loop: /healthz and other requests go on meanwhile
@@ -118,7 +128,7 @@ class OtlpHttpApp:
         await _send(send, 200, _response_body(response, json_body), json_body)
 
     def _decode_and_enqueue(self, body: bytes | bytearray, json_body: bool) -> ExportTraceServiceResponse | None:
-        return self._enqueue(from_json(body) if json_body else from_protobuf(body))
+        return self._enqueue(from_json(body) if json_body else from_protobuf(body), len(body))
 
     def close(self) -> None:
         self._decoders.shutdown(wait=False)
@@ -129,26 +139,35 @@ class OtlpHttpApp:
         if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._token):
             raise _Refused(401, "missing or wrong bearer token", "unauthorized", ((b"www-authenticate", b"Bearer"),))
 
-    async def _body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
+    def _memory_limited(self) -> _Refused:
+        return _Refused(429, "memory limit reached (--memory-limit-mib): retry later", "memory_limited",
+                        ((b"retry-after", self._retry_after),))
+
+    async def _body(self, headers: dict[bytes, bytes], receive: Receive, held: Reservation) -> bytes:
         limit = self.config.max_body_bytes
-        length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise _Refused(413, f"body of {int(length)} bytes is larger than {limit} bytes (--max-body-bytes)",
+        header = headers.get(b"content-length", b"")
+        length = int(header) if header.isdigit() else None
+        if length is not None and length > limit:
+            raise _Refused(413, f"body of {length} bytes is larger than {limit} bytes (--max-body-bytes)",
                            "too_large")
+        if length is not None and not held.grow(length):
+            raise self._memory_limited()  # before a byte of it is read
+        grow = None if length is not None else held.grow  # chunked: reserved as it comes
         try:  # one deadline for the whole body (not one timer task per chunk)
-            return await asyncio.wait_for(_chunks(receive, limit), self.config.body_timeout_s)
+            return await asyncio.wait_for(_chunks(receive, limit, grow, self._memory_limited),
+                                          self.config.body_timeout_s)
         except asyncio.TimeoutError:
             raise _Refused(408, f"body not received within {self.config.body_timeout_s}s (--body-timeout)",
                            "timeout") from None
 
-    def _enqueue(self, decoded: Decoded) -> ExportTraceServiceResponse | None:
+    def _enqueue(self, decoded: Decoded, body_bytes: int) -> ExportTraceServiceResponse | None:
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:
             raise _Refused(413, f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)",
                            "too_large")
         if spans:
-            got = self.pipeline.submit(spans)
+            got = self.pipeline.submit(spans, span_bytes(body_bytes, len(spans)))
             if got == FULL:
                 self._refused.inc(len(spans))
                 raise _Refused(429, "ingest queue is full: retry later", "throttled",
@@ -169,7 +188,8 @@ class OtlpHttpApp:
         return response
 
 
-async def _chunks(receive: Receive, limit: int) -> bytes:
+async def _chunks(receive: Receive, limit: int, grow: Callable[[int], bool] | None,
+                  refused: Callable[[], _Refused]) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -180,6 +200,8 @@ async def _chunks(receive: Receive, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise _Refused(413, f"body is larger than {limit} bytes (--max-body-bytes)", "too_large")
+        if grow is not None and not grow(len(chunk)):
+            raise refused()
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks) if len(chunks) != 1 else chunks[0]

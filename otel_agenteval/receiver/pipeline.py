@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -33,6 +34,7 @@ from ..replay.live import UNBOUNDED, LiveFeeder
 from ..replay.spanview import RecordedSpan
 from ..trajectory import Trajectory
 from ..violation import Violation
+from .memory import MemoryBudget
 
 log = logging.getLogger("otel_agenteval.serve")
 
@@ -41,33 +43,44 @@ TICK_S = 0.05  # how often the feeder thread looks at the clock
 LISTENER_SHARE = 2  # a listener plays up to this many times the spans it submitted
 
 
+@dataclass
+class Batch:
+    """One request's spans and what they are counted at in the memory budget."""
+
+    spans: list[RecordedSpan]
+    nbytes: int = 0
+
+
 class IngestQueue:
     """FIFO of span batches, bounded by the number of spans it holds."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.spans = 0
-        self._items: deque[list[RecordedSpan]] = deque()
+        self.nbytes = 0
+        self._items: deque[Batch] = deque()
         self._lock = threading.Lock()
         self._closed = False
 
-    def put(self, batch: list[RecordedSpan]) -> str:
+    def put(self, batch: Batch) -> str:
         with self._lock:
             if self._closed:
                 return CLOSED
-            if self.spans + len(batch) > self.capacity:
+            if self.spans + len(batch.spans) > self.capacity:
                 return FULL
             self._items.append(batch)
-            self.spans += len(batch)
+            self.spans += len(batch.spans)
+            self.nbytes += batch.nbytes
         return OK
 
-    def take(self) -> list[RecordedSpan] | None:
+    def take(self) -> Batch | None:
         """The oldest batch, or None when there is none."""
         with self._lock:
             if not self._items:
                 return None
             batch = self._items.popleft()
-            self.spans -= len(batch)
+            self.spans -= len(batch.spans)
+            self.nbytes -= batch.nbytes
             return batch
 
     def close(self) -> None:
@@ -107,7 +120,12 @@ class ReceiverMetrics:
         for protocol in ("grpc", "http"):
             for result in ("accepted", "rejected", "refused"):
                 self.spans.labels(protocol, result)
-        for reason in ("root_end", "idle_timeout", "capacity", "shutdown"):
+        self.memory = Gauge("agenteval_receiver_memory_bytes",
+                            "Memory budget in use (--memory-limit-mib), by kind: bodies (being read or decoded), "
+                            "spans (queued or held).", ("kind",), registry=registry)
+        self.memory_limit = Gauge("agenteval_receiver_memory_limit_bytes", "The memory budget (--memory-limit-mib).",
+                                  registry=registry)
+        for reason in ("root_end", "idle_timeout", "capacity", "memory", "shutdown"):
             self.traces.labels(reason)
 
 
@@ -115,7 +133,7 @@ class Pipeline:
     """The engine behind every listener, with its metrics, the queue, and the feeder thread."""
 
     def __init__(self, policy: Policy, registry: CollectorRegistry, *, queue_spans: int, grace_s: float,
-                 idle_s: float, max_held_spans: int, log_violations: bool = True,
+                 idle_s: float, max_held_spans: int, log_violations: bool = True, memory_limit: int = UNBOUNDED,
                  clock: Callable[[], float] = time.monotonic,
                  on_violation: tuple[Callable[[Violation], None], ...] = (),
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
@@ -124,7 +142,9 @@ class Pipeline:
                                 log_violations=log_violations, one_caller=True)  # one thread at a time: the turn
         self.engine = monitor.engine
         self.metrics = monitor.metrics
-        self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)
+        self.memory = MemoryBudget(memory_limit, lambda: self.queue.nbytes + self.feeder.held_bytes)
+        self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s,
+                                 max_bytes=self.memory.held_limit)
         self.queue = IngestQueue(queue_spans)
         self.counters = ReceiverMetrics(registry)
         registry.register(SelfCollector(self._stats, self.metrics))
@@ -133,6 +153,9 @@ class Pipeline:
         c.queue_spans.set_function(lambda: self.queue.spans)
         c.held_spans.set_function(lambda: self.feeder.held_spans)
         c.held_traces.set_function(lambda: self.feeder.held_traces)
+        c.memory.labels("bodies").set_function(lambda: self.memory.bodies)
+        c.memory.labels("spans").set_function(self.memory.spans)
+        c.memory_limit.set(memory_limit if memory_limit < UNBOUNDED else 0)
         self._counted = dict(self.feeder.completed)
         self._duplicates = 0
         self._turn = threading.Lock()  # held by the one thread feeding the engine
@@ -162,11 +185,11 @@ class Pipeline:
             self._thread.join(timeout)
         return self.finished.is_set()
 
-    def submit(self, batch: list[RecordedSpan]) -> str:
-        """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``); then feed the engine on this
-        thread, unless another one is feeding it (or the policy has rules of its own: then the
-        feeder thread does)."""
-        got = self.queue.put(batch)
+    def submit(self, batch: list[RecordedSpan], nbytes: int = 0) -> str:
+        """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``), counted at ``nbytes`` in the
+        memory budget (:func:`~.memory.span_bytes`); then feed the engine on this thread, unless
+        another one is feeding it (or the policy has rules of its own: then the feeder thread does)."""
+        got = self.queue.put(Batch(batch, nbytes))
         if got == OK:
             if self.listeners_feed:
                 self._feed(self._turn.acquire(blocking=False), LISTENER_SHARE * len(batch))
@@ -184,7 +207,7 @@ class Pipeline:
             try:
                 batch = queue.take()
                 if batch is not None:
-                    feeder.hold(batch)
+                    feeder.hold(batch.spans, batch.nbytes)
                 held = feeder.held_spans
                 feeder.tick(budget)
                 budget -= held - feeder.held_spans
@@ -203,10 +226,11 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
+            self.memory.trim_after_burst()
         with self._turn:
             try:
                 while (batch := self.queue.take()) is not None:
-                    self.feeder.hold(batch)
+                    self.feeder.hold(batch.spans, batch.nbytes)
                 self.feeder.close_held()
             except Exception:
                 log.exception("agenteval serve: error while finalising at shutdown")

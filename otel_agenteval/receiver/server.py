@@ -77,7 +77,8 @@ class Receiver:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.pipeline = Pipeline(self.policy, self.registry, queue_spans=config.queue_spans, grace_s=config.grace_s,
                                  idle_s=config.idle_s, max_held_spans=config.max_held_spans,
-                                 log_violations=config.log_violations, **pipeline_kwargs)
+                                 log_violations=config.log_violations, memory_limit=config.memory_limit_bytes,
+                                 **pipeline_kwargs)
         self.ports = Ports()
         self._grpc: Any = None
         self._otlp_server: uvicorn.Server | None = None
@@ -101,6 +102,9 @@ class Receiver:
         q = self.pipeline.queue
         if q.spans > self.config.high_water * q.capacity:
             out.append(f"ingest queue above its high-water mark ({q.spans} of {q.capacity} spans)")
+        m = self.pipeline.memory
+        if m.used > self.config.high_water * m.limit:
+            out.append(f"memory budget above its high-water mark ({m.used >> 20} of {m.limit >> 20} MiB)")
         return out
 
     @property
