@@ -79,6 +79,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("security")
     s.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer <token>', token read from FILE")
     s.add_argument("--token-env", metavar="VAR", help="the same, token read from environment variable VAR")
+    s.add_argument("--metrics-token-file", metavar="FILE",
+                   help="the token /metrics needs (default: the OTLP token, when one is set), read from FILE")
+    s.add_argument("--metrics-token-env", metavar="VAR", help="the same, read from environment variable VAR")
     s.add_argument("--tls-cert", metavar="PEM", help="serve TLS on every listener with this certificate (with --tls-key)")
     s.add_argument("--tls-key", metavar="PEM", help="private key for --tls-cert")
     s.add_argument("--insecure", action="store_true",
@@ -97,7 +100,9 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         grace_s=args.grace, idle_s=args.idle_timeout, queue_spans=args.queue_spans, high_water=args.high_water,
         max_held_spans=args.max_held_spans, max_body_bytes=args.max_body_bytes,
         max_spans_per_request=args.max_spans_per_request, body_timeout_s=args.body_timeout,
-        retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env), tls_cert=args.tls_cert,
+        retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env),
+        metrics_token=read_token(args.metrics_token_file, args.metrics_token_env, "--metrics-token"),
+        tls_cert=args.tls_cert,
         tls_key=args.tls_key, insecure=args.insecure, grpc_workers=args.grpc_workers,
         log_violations=not args.no_log_violations, loop=args.loop, max_connections=args.max_connections,
         http_idle_s=args.http_idle_timeout, http_read_s=args.http_read_timeout, memory_limit_mib=args.memory_limit_mib,
@@ -158,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
     scheme = "https" if config.tls else "http"
     print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
                       "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
-                      "tls": config.tls, "auth": config.token is not None, "malloc": allocator,
+                      "tls": config.tls, "auth": config.token is not None,
+                      "metrics_auth": config.scrape_token is not None, "malloc": allocator,
                       "loop": receiver.loop, "gzip": inflaters()}), flush=True)
     while not stop.wait(1.0):
         pass

@@ -30,6 +30,7 @@ class ServeConfig:
     body_timeout_s: float = 30.0  # a request body must arrive within this long
     retry_after_s: int = 1  # hinted to clients that are throttled
     token: str | None = None  # bearer token; None: no auth
+    metrics_token: str | None = None  # bearer token for /metrics; None: the same as ``token``
     tls_cert: str | None = None
     tls_key: str | None = None
     insecure: bool = False  # allow a non-loopback address without a token
@@ -92,6 +93,8 @@ class ServeConfig:
                 raise bad(flag, f"{path}: no such file")
         if self.token is not None and not self.token:
             raise bad("--token-file/--token-env", "the token is empty")
+        if self.metrics_token is not None and not self.metrics_token:
+            raise bad("--metrics-token-file/--metrics-token-env", "the token is empty")
         if not is_loopback(self.addr) and self.token is None and not self.insecure:
             raise ConfigError(f"refusing to listen on {self.addr} (not loopback) without a token: give --token-file "
                               "or --token-env, or --insecure to accept unauthenticated spans")
@@ -111,7 +114,12 @@ class ServeConfig:
             return self.memory_limit_mib << 20
         from .memory import default_limit_mib
 
-        return default_limit_mib() << 20
+        return max(default_limit_mib() << 20, 4 * self.max_body_bytes)  # the largest body fits
+
+    @property
+    def scrape_token(self) -> str | None:
+        """The token /metrics needs: ``--metrics-token-*``, else the OTLP token, else none."""
+        return self.metrics_token if self.metrics_token is not None else self.token
 
     @property
     def tls(self) -> bool:
@@ -127,18 +135,18 @@ def is_loopback(addr: str) -> bool:
         return False
 
 
-def read_token(token_file: str | None, token_env: str | None) -> str | None:
+def read_token(token_file: str | None, token_env: str | None, flag: str = "--token") -> str | None:
     """The bearer token from a file (stripped) or an environment variable; None when neither is given."""
     if token_file is not None and token_env is not None:
-        raise ConfigError("invalid --token-file/--token-env: give one, not both")
+        raise ConfigError(f"invalid {flag}-file/{flag}-env: give one, not both")
     if token_file is not None:
         try:
             return Path(token_file).read_text().strip()
         except OSError as exc:
-            raise ConfigError(f"invalid --token-file: {token_file}: {exc.strerror or exc}") from None
+            raise ConfigError(f"invalid {flag}-file: {token_file}: {exc.strerror or exc}") from None
     if token_env is not None:
         value = os.environ.get(token_env)
         if value is None:
-            raise ConfigError(f"invalid --token-env: environment variable {token_env} is not set")
+            raise ConfigError(f"invalid {flag}-env: environment variable {token_env} is not set")
         return value.strip()
     return None

@@ -134,9 +134,8 @@ class OtlpHttpApp:
         self._decoders.shutdown(wait=False)
 
     def _authorise(self, header: bytes) -> None:
-        scheme, _, token = header.partition(b" ")
         assert self._token is not None
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._token):
+        if not _bearer_ok(header, self._token):
             raise _Refused(401, "missing or wrong bearer token", "unauthorized", ((b"www-authenticate", b"Bearer"),))
 
     def _memory_limited(self) -> _Refused:
@@ -238,11 +237,16 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 class OpsApp:
-    """``/metrics`` (text or OpenMetrics by ``Accept``), ``/healthz`` (live), ``/readyz`` (ready)."""
+    """``/metrics`` (text or OpenMetrics by ``Accept``), ``/healthz`` (live), ``/readyz`` (ready).
+    With a ``token``, ``/metrics`` needs ``Authorization: Bearer <token>`` (what Prometheus'
+    ``authorization`` sends); the probes stay open (they say nothing but up or ready)."""
 
-    def __init__(self, registry: CollectorRegistry, readiness: Callable[[], list[str]]) -> None:
+    def __init__(self, registry: CollectorRegistry, readiness: Callable[[], list[str]],
+                 token: str | None = None, unauthorized: Any = None) -> None:
         self._metrics = make_asgi_app(registry)
         self._readiness = readiness
+        self._token = token.encode() if token is not None else None
+        self._unauthorized = unauthorized  # a Counter child, counted per refused scrape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -252,6 +256,13 @@ class OpsApp:
             return
         path = scope["path"]
         if path == "/metrics":
+            if self._token is not None and not _bearer_ok(dict(scope["headers"]).get(b"authorization", b""),
+                                                          self._token):
+                if self._unauthorized is not None:
+                    self._unauthorized.inc()
+                await _plain(send, 401, {"error": "missing or wrong bearer token"},
+                             ((b"www-authenticate", b"Bearer"),))
+                return
             await self._metrics(scope, receive, send)
             return
         if path == "/healthz":
@@ -264,8 +275,14 @@ class OpsApp:
             await _plain(send, 404, {"error": "not found: try /metrics, /healthz or /readyz"})
 
 
-async def _plain(send: Send, status: int, doc: dict[str, Any]) -> None:
+def _bearer_ok(header: bytes, token: bytes) -> bool:
+    scheme, _, given = header.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
+
+
+async def _plain(send: Send, status: int, doc: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json.dumps(doc).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
     await send({"type": "http.response.body", "body": body})

@@ -118,7 +118,9 @@ class Receiver:
         try:
             ops_sock = _bind(cfg.addr, cfg.metrics_port)
             self.ports.metrics = ops_sock.getsockname()[1]
-            self._ops_server = self._uvicorn(OpsApp(self.registry, self.problems), "ops")
+            ops = OpsApp(self.registry, self.problems, cfg.scrape_token,
+                         self.pipeline.counters.requests.labels("metrics", "unauthorized"))
+            self._ops_server = self._uvicorn(ops, "ops")
             sockets.append((self._ops_server, ops_sock))
             if cfg.http_port >= 0:
                 http_sock = _bind(cfg.addr, cfg.http_port)
