@@ -256,3 +256,21 @@ def test_malformed_and_fuzzed_grpc_messages_are_invalid_argument_and_counted(rec
     assert total(s, "agenteval_receiver_requests_total", protocol="grpc", result="bad_request") == bad
     assert total(s, "agenteval_receiver_errors_total") == 0
     assert bad >= 2
+
+
+def test_a_grpc_message_past_grpcios_limit_is_counted(receiver):
+    import grpc
+
+    r = receiver(max_body_bytes=64 * 1024)
+    with grpc.insecure_channel(f"127.0.0.1:{r.ports.grpc}") as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                     request_serializer=None, response_deserializer=None)
+        for size in (100 * 1024, 200 * 1024):  # past --max-body-bytes; past grpcio's own limit (2x)
+            with pytest.raises(grpc.RpcError) as err:
+                export(b"\x0a" * size, timeout=10)
+            assert err.value.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        assert export(encode_spans(_spans()).SerializeToString(), timeout=10) == b""
+    s = scrape(r.ports.metrics)
+    assert total(s, "agenteval_receiver_requests_total", protocol="grpc", result="too_large") == 1
+    assert total(s, "agenteval_receiver_requests_total", protocol="grpc", result="not_received") == 1
+    assert total(s, "agenteval_receiver_requests_total", protocol="grpc", result="ok") == 1

@@ -173,6 +173,6 @@ def run(args: argparse.Namespace) -> int:
     receiver.stop(args.drain_timeout, args.shutdown_delay)
     done = receiver.pipeline.finished.is_set()
     print(json.dumps({"event": "stopped", "drained": done, "traces": dict(receiver.pipeline.feeder.completed),
-                      "trajectories": outcomes}),
+                      "trajectories": outcomes, "lost": receiver.pipeline.lost}),
           file=sys.stderr, flush=True)
     return 0 if done else 1

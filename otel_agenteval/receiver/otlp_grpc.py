@@ -57,6 +57,18 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         self._memory_limited = _retry_later("memory limit reached (--memory-limit-mib): retry later",
                                             config.retry_after_s)
 
+    def export_stream(self, requests: Any, context: Any) -> ExportTraceServiceResponse:
+        """The RPC as grpcio hands it over: the one message is taken here, so a message grpcio
+        refused (past ``grpc.max_receive_message_length``, 2 x --max-body-bytes) is seen and counted
+        (``result="not_received"``), where a unary handler is never called for it."""
+        try:
+            request = next(requests)
+        except (StopIteration, grpc.RpcError):  # refused by grpcio's size limit, or cancelled first
+            self._requests.labels("grpc", "not_received").inc()
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"message not received: larger than {2 * self.config.max_body_bytes} bytes, or cancelled")
+        return self.Export(request, context)
+
     def Export(self, request: bytes, context: Any) -> ExportTraceServiceResponse:  # noqa: N802 - the RPC's name
         if self._token is not None:
             header = ""
@@ -143,8 +155,9 @@ def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any,
     """A started grpcio server on ``config.addr:port`` (0: a free port); returns (server, bound port)."""
     service = TraceService(pipeline, config)
     handler = grpc.method_handlers_generic_handler(SERVICE, {
-        "Export": grpc.unary_unary_rpc_method_handler(
-            service.Export, request_deserializer=None,  # bytes: decoded by replay's decoder
+        # a client's unary call, taken as a stream of one message: see TraceService.export_stream
+        "Export": grpc.stream_unary_rpc_method_handler(
+            service.export_stream, request_deserializer=None,  # bytes: decoded by replay's decoder
             response_serializer=ExportTraceServiceResponse.SerializeToString),
     })
     server = grpc.server(

@@ -87,6 +87,11 @@ class IngestQueue:
         with self._lock:
             self._closed = True
 
+    def trace_ids(self) -> set[int]:
+        """The traces of the spans queued now."""
+        with self._lock:
+            return {s._context[0] for batch in self._items for s in batch.spans}
+
 
 class ReceiverMetrics:
     """The receiver's own series (``agenteval_receiver_*``), in the engine's registry."""
@@ -125,6 +130,9 @@ class ReceiverMetrics:
                             "spans (queued or held).", ("kind",), registry=registry)
         self.memory_limit = Gauge("agenteval_receiver_memory_limit_bytes", "The memory budget (--memory-limit-mib).",
                                   registry=registry)
+        self.drain_lost = Counter("agenteval_receiver_drain_lost",
+                                  "What a drain that ran out of --drain-timeout left unchecked at shutdown: "
+                                  "runs (traces queued or held, runs open) and spans.", ("kind",), registry=registry)
         for reason in ("root_end", "idle_timeout", "capacity", "memory", "shutdown"):
             self.traces.labels(reason)
 
@@ -166,6 +174,7 @@ class Pipeline:
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
+        self.lost: dict[str, int] = {}  # what a drain that timed out left unchecked
 
     def _stats(self) -> dict[str, Any]:
         s = self.engine.stats
@@ -177,13 +186,29 @@ class Pipeline:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Close the queue, let the feeder thread drain it and finalise what is held; True when done."""
+        """Close the queue, let the feeder thread drain it and finalise what is held; True when done.
+        When ``timeout`` runs out first, what is left unchecked is counted, logged and kept in
+        :attr:`lost` (the process exits without it)."""
         self.queue.close()
         self._closing = True
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if not self.finished.is_set() and not self.lost:
+            self._count_lost(timeout)
         return self.finished.is_set()
+
+    def _count_lost(self, timeout: float | None) -> None:
+        queued = self.queue.trace_ids()
+        held_traces, open_runs = self.feeder.held_traces, self.engine.open_trajectories
+        self.lost = {"runs": len(queued) + held_traces + open_runs, "queued_traces": len(queued),
+                     "held_traces": held_traces, "open_runs": open_runs,
+                     "spans": self.queue.spans + self.feeder.held_spans}
+        self.counters.drain_lost.labels("runs").inc(self.lost["runs"])
+        self.counters.drain_lost.labels("spans").inc(self.lost["spans"])
+        log.error("agenteval serve: the drain did not finish within %ss (--drain-timeout): %d runs not checked "
+                  "(%d traces queued, %d held, %d runs open in the engine), %d spans", timeout, self.lost["runs"],
+                  len(queued), held_traces, open_runs, self.lost["spans"])
 
     def submit(self, batch: list[RecordedSpan], nbytes: int = 0) -> str:
         """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``), counted at ``nbytes`` in the
