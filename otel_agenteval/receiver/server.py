@@ -60,6 +60,28 @@ def _http_protocol() -> type:
         return H11Protocol
 
 
+def _run_servers(group: list[tuple[uvicorn.Server, socket.socket]], done: dict[int, threading.Event],
+                 started: threading.Event, new_loop: eventloop.LoopFactory) -> None:
+    """Serve ``group`` on a new event loop in this thread until each server stops; ``started``
+    is set once all of them listen (or one has failed)."""
+
+    async def serve_all() -> None:
+        tasks = []
+        for server, sock in group:
+            event = done[id(server)] = threading.Event()
+            task = asyncio.ensure_future(server.serve(sockets=[sock]))
+            task.add_done_callback(_setter(event))
+            tasks.append(task)
+        while not all(server.started for server, _ in group):
+            if any(t.done() for t in tasks):
+                break
+            await asyncio.sleep(0.01)
+        started.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    eventloop.run(serve_all(), new_loop)
+
+
 def _setter(event: threading.Event) -> Any:
     def done(_task: Any) -> None:
         event.set()
@@ -84,7 +106,7 @@ class Receiver:
         self._otlp_server: uvicorn.Server | None = None
         self._otlp_app: OtlpHttpApp | None = None
         self._ops_server: uvicorn.Server | None = None
-        self._loop_thread: threading.Thread | None = None
+        self._loop_threads: list[threading.Thread] = []
         self._listening = False
         self._stopping = False
         self._stopped = threading.Event()
@@ -139,29 +161,19 @@ class Receiver:
                 s.close()
             self.pipeline.stop(5)
             raise
-        started = threading.Event()
-
         done = self._done
-
-        async def serve_all() -> None:
-            tasks = []
-            for server, sock in sockets:
-                event = done[id(server)] = threading.Event()
-                task = asyncio.ensure_future(server.serve(sockets=[sock]))
-                task.add_done_callback(_setter(event))
-                tasks.append(task)
-            while not all(server.started for server, _ in sockets):
-                if any(t.done() for t in tasks):
-                    break
-                await asyncio.sleep(0.01)
-            started.set()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
         new_loop = eventloop.factory(self.loop)
-        self._loop_thread = threading.Thread(target=lambda: eventloop.run(serve_all(), new_loop),
-                                             name="agenteval-http", daemon=True)
-        self._loop_thread.start()
-        started.wait(10)
+        # the ops listener on a loop (and thread) of its own: decoding and feeding on the OTLP
+        # listener's loop never delays /healthz or a scrape (they wait for the GIL at most)
+        for name, group in (("agenteval-ops", sockets[:1]), ("agenteval-http", sockets[1:])):
+            if not group:
+                continue
+            started = threading.Event()
+            thread = threading.Thread(target=_run_servers, args=(group, done, started, new_loop), name=name,
+                                      daemon=True)
+            thread.start()
+            self._loop_threads.append(thread)
+            started.wait(10)
         self._listening = all(server.started for server, _ in sockets)
         if not self._listening:
             self.stop()
@@ -202,8 +214,8 @@ class Receiver:
             self.pipeline.stop(drain_timeout)
             if self._ops_server is not None:
                 self._ops_server.should_exit = True
-            if self._loop_thread is not None:
-                self._loop_thread.join(15)
+            for thread in self._loop_threads:
+                thread.join(15)
             self._listening = False
         finally:
             self._stopped.set()
