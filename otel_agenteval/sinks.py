@@ -43,13 +43,13 @@ class Sinks:
                 for cb in self._on_violation:
                     try:
                         cb(v)
-                    except Exception:
+                    except BaseException:  # even SystemExit/KeyboardInterrupt: never out of span.end()
                         caught(self._errors, "callback")
             if finished is not None:
                 for done, stage in self._on_finish:
                     try:
                         done(finished)
-                    except Exception:
+                    except BaseException:
                         caught(self._errors, stage)
         finally:
             leave()
@@ -65,5 +65,5 @@ class Sinks:
                       "conversation": short_hash(v.conversation_id) if v.conversation_id else None,
                       **details}
             log.warning(f"agenteval.violation: {safe_label(v.message, 2048)}", **fields)
-        except Exception:
+        except BaseException:  # the app's logging set-up is user code too
             caught(self._errors, "callback")
