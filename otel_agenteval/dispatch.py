@@ -138,7 +138,7 @@ class Dispatch:
                         if self.disabled:
                             found = [v for v in found if v.rule not in self.disabled]
                         out.extend(found)  # inside the guard: a rule may return something not iterable
-                except Exception:  # a broken rule must not break the host or the other rules
+                except BaseException:  # a broken rule (even one calling sys.exit) must not break the host
                     caught(self.errors, "rule")
         finally:
             leave()

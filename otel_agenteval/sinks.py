@@ -43,13 +43,13 @@ class Sinks:
                 for cb in self._on_violation:
                     try:
                         cb(v)
-                    except Exception:
+                    except BaseException:  # even SystemExit/KeyboardInterrupt: never out of span.end()
                         caught(self._errors, "callback")
             if finished is not None:
                 for done, stage in self._on_finish:
                     try:
                         done(finished)
-                    except Exception:
+                    except BaseException:
                         caught(self._errors, stage)
         finally:
             leave()
@@ -66,5 +66,5 @@ class Sinks:
                       **details}
             fields = {k: x for k, x in fields.items() if x is not None}  # no "tool=None" in a log line
             log.warning(f"agenteval.violation: {safe_label(v.message, 2048)}", **fields)
-        except Exception:
+        except BaseException:  # the app's logging set-up is user code too
             caught(self._errors, "callback")

@@ -148,8 +148,8 @@ def samples(text: str, prefix: str = "agenteval_") -> dict[tuple[str, frozenset[
     return out
 
 
-def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    status, body = get(f"http://127.0.0.1:{port}/metrics")
+def scrape(port: int, headers: dict[str, str] | None = None) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    status, body = get(f"http://127.0.0.1:{port}/metrics", headers)
     assert status == 200, body[:300]
     return samples(body.decode())
 
@@ -173,10 +173,10 @@ def wait_until(cond: Callable[[], bool], timeout: float = 20.0, what: str = "con
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def settled(port: int, traces: int) -> Callable[[], bool]:
+def settled(port: int, traces: int, headers: dict[str, str] | None = None) -> Callable[[], bool]:
     """True once ``traces`` traces were played and nothing is queued or held."""
     def check() -> bool:
-        s = scrape(port)
+        s = scrape(port, headers)
         return (total(s, "agenteval_receiver_traces_total") >= traces and value(s, "agenteval_receiver_queue_spans") == 0
                 and value(s, "agenteval_receiver_held_spans") == 0)
     return check

@@ -162,9 +162,11 @@ def test_a_rule_that_exits_does_not_stop_the_checks(make_processor: Any) -> None
     _run(h, ["exit", "lookup_order"])
     _run(h, ["lookup_order"])
     assert h.processor.force_flush(10_000)
-    assert h.value("agenteval_processor_errors_total", stage="on_end") == 1.0
-    # the step whose rule exited is lost (counted); the rest of its run and the next run are checked
-    assert [t.tool_calls for t in h.trajectories] == [1, 1]
+    # the rule's SystemExit is contained where rules run (counted as the rule's error): no step is
+    # lost, the rest of its run and the next run are checked
+    assert h.value("agenteval_processor_errors_total", stage="rule") == 1.0
+    assert h.value("agenteval_processor_errors_total", stage="on_end") == 0.0
+    assert [t.tool_calls for t in h.trajectories] == [2, 1]
 
 
 def test_max_queue_size_is_checked() -> None:
@@ -206,3 +208,24 @@ def test_a_forked_child_has_its_own_queue_and_consumer() -> None:
     agent_run(1)
     assert proc.force_flush(10_000) and [t.tool_calls for t in done] == [2, 1]
     provider.shutdown()
+
+
+def test_busy_threads_are_slowed_to_the_checks_pace_not_dropped(make_processor: Any) -> None:
+    """16 threads ending spans as fast as they can against a queue of 8: the consumer keeps making
+    progress, so a full queue waits for room instead of dropping (before: most spans dropped)."""
+    h = make_processor(WRITES, background=True, max_queue_size=8)
+    runs_per_thread = 40
+
+    def work() -> None:
+        for _ in range(runs_per_thread):
+            _run(h, ["lookup_order", "lookup_order"])
+
+    threads = [threading.Thread(target=work) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert h.processor.force_flush(30_000)
+    assert h.value("agenteval_spans_dropped_total", reason="queue_full") == 0.0
+    assert len(h.trajectories) == 16 * runs_per_thread
+    assert all(t.tool_calls == 2 for t in h.trajectories)

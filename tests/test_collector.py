@@ -31,6 +31,7 @@ from wal_support import DUPLICATE_POLICY, duplicate_run
 
 SHIPPED = sorted((ROOT / "deploy" / "collector").glob("*.yaml"))
 TOKEN = "collector-test-token"
+SCRAPE_AUTH = {"Authorization": f"Bearer {TOKEN}"}  # /metrics needs the token too (as Prometheus sends it)
 
 
 @pytest.mark.parametrize("name", [*(p.name for p in SHIPPED), "kubernetes/collector.yaml#ConfigMap"])
@@ -80,7 +81,8 @@ class Replica:
         """Counts now, and remembered (a scrape that fails, as the process dies, counts nothing)."""
         with self.lock:  # not across a kill: a scrape of the old life is the old life's
             try:
-                status, body = get(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5) if self.alive() else (0, b"")
+                url = f"http://127.0.0.1:{self.metrics}/metrics"
+                status, body = get(url, SCRAPE_AUTH, timeout=5) if self.alive() else (0, b"")
             except OSError:  # restarting: not listening yet
                 return None
             if status != 200:

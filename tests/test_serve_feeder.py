@@ -100,7 +100,7 @@ def test_many_traces_play_in_order_and_the_queues_stay_bounded_by_what_is_held()
     assert feeder.completed["root_end"] == len(traces) - 500 and feeder.completed["idle_timeout"] == 0
     now[0] = 100.0
     assert feeder.tick() == 501  # the last 500 by their root, the straggler by its idle timeout
-    assert feeder.completed == {"root_end": 3000, "idle_timeout": 1, "capacity": 0, "shutdown": 0}
+    assert feeder.completed == {"root_end": 3000, "idle_timeout": 1, "capacity": 0, "memory": 0, "shutdown": 0}
     assert [t.trace_id for t in done[:3000]] == [tr[0]._context[0] for tr in traces]
     assert done[-1].outcome == "incomplete" and feeder.held_traces == 0 and feeder.held_spans == 0
 

@@ -45,7 +45,7 @@ def test_sigterm_goes_unready_drains_and_finalises_open_runs_as_incomplete():
         err = proc.stderr.read()
     stopped = json.loads([line for line in err.splitlines() if '"stopped"' in line][-1])
     assert stopped["drained"] is True
-    assert stopped["traces"] == {"root_end": 0, "idle_timeout": 0, "capacity": 0, "shutdown": 4}
+    assert stopped["traces"] == {"root_end": 0, "idle_timeout": 0, "capacity": 0, "memory": 0, "shutdown": 4}
     assert stopped["trajectories"] == {"unknown": 3, "incomplete": 1}
 
 
@@ -99,8 +99,12 @@ def test_bearer_token_is_required_on_both_receivers(tmp_path, how):
         grpc_url = f"127.0.0.1:{info['grpc_port']}"
         assert GrpcExporter(endpoint=grpc_url, insecure=True, headers=good).export(_spans(1)).name == "SUCCESS"
         assert GrpcExporter(endpoint=grpc_url, insecure=True, timeout=5).export(_spans(1)).name == "FAILURE"
-        wait_until(settled(info["metrics_port"], 2), what="the authorised spans played")
-        s = scrape(info["metrics_port"])
+        assert info["metrics_auth"] is True  # /metrics needs the token too; the probes do not
+        assert get(f"http://127.0.0.1:{info['metrics_port']}/metrics")[0] == 401
+        assert get(f"http://127.0.0.1:{info['metrics_port']}/healthz")[0] == 200
+        wait_until(settled(info["metrics_port"], 2, good), what="the authorised spans played")
+        s = scrape(info["metrics_port"], good)
+        assert value(s, "agenteval_receiver_requests_total", protocol="metrics", result="unauthorized") == 1
         assert value(s, "agenteval_receiver_requests_total", protocol="http", result="unauthorized") == 2
         assert value(s, "agenteval_receiver_requests_total", protocol="grpc", result="unauthorized") >= 1
         assert total(s, "agenteval_trajectories_total") == 2

@@ -64,6 +64,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="most spans in one request (413 past it; default %(default)s)")
     b.add_argument("--body-timeout", type=positive_seconds, default=_D.body_timeout_s, metavar="SECONDS",
                    help="a request body must arrive within this long (408 past it; default %(default)s)")
+    b.add_argument("--memory-limit-mib", type=int, default=_D.memory_limit_mib, metavar="MIB",
+                   help="one budget for request bodies being read, queued batches and held spans; past it 429 / "
+                        "RESOURCE_EXHAUSTED with a retry delay, and held traces past half of it are played early "
+                        "(default: half the container's cgroup memory limit, else a quarter of RAM)")
+    b.add_argument("--max-connections", type=int, default=_D.max_connections, metavar="N",
+                   help="open connections per listener; past it a new connection closes the one idle the longest "
+                        "(or gets 503 when all are busy) (default: a third of the descriptor limit less 100)")
+    b.add_argument("--http-idle-timeout", type=float, default=_D.http_idle_s, metavar="SECONDS",
+                   help="close a connection with no request in progress after this long, on every listener "
+                        "(default %(default)s)")
+    b.add_argument("--http-read-timeout", type=float, default=_D.http_read_s, metavar="SECONDS",
+                   help="a request's headers must arrive within this long (slow senders are cut off; "
+                        "default %(default)s)")
     b.add_argument("--retry-after", type=int, default=_D.retry_after_s, metavar="SECONDS",
                    help="retry delay given to throttled clients (Retry-After, RetryInfo; default %(default)s)")
     w = p.add_argument_group("durability (docs/serve.md#durability)")
@@ -79,6 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("security")
     s.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer <token>', token read from FILE")
     s.add_argument("--token-env", metavar="VAR", help="the same, token read from environment variable VAR")
+    s.add_argument("--metrics-token-file", metavar="FILE",
+                   help="the token /metrics needs (default: the OTLP token, when one is set), read from FILE")
+    s.add_argument("--metrics-token-env", metavar="VAR", help="the same, read from environment variable VAR")
     s.add_argument("--tls-cert", metavar="PEM", help="serve TLS on every listener with this certificate (with --tls-key)")
     s.add_argument("--tls-key", metavar="PEM", help="private key for --tls-cert")
     s.add_argument("--insecure", action="store_true",
@@ -100,10 +116,13 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         grace_s=args.grace, idle_s=args.idle_timeout, queue_spans=args.queue_spans, high_water=args.high_water,
         max_held_spans=args.max_held_spans, max_body_bytes=args.max_body_bytes,
         max_spans_per_request=args.max_spans_per_request, body_timeout_s=args.body_timeout,
-        retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env), tls_cert=args.tls_cert,
+        retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env),
+        metrics_token=read_token(args.metrics_token_file, args.metrics_token_env, "--metrics-token"),
+        tls_cert=args.tls_cert,
         tls_key=args.tls_key, insecure=args.insecure, grpc_workers=args.grpc_workers,
-        log_violations=not args.no_log_violations, loop=args.loop, wal_dir=args.wal_dir, wal_sync_s=args.wal_sync,
-        wal_max_bytes=args.wal_max_bytes,
+        log_violations=not args.no_log_violations, loop=args.loop, max_connections=args.max_connections,
+        http_idle_s=args.http_idle_timeout, http_read_s=args.http_read_timeout, memory_limit_mib=args.memory_limit_mib,
+        wal_dir=args.wal_dir, wal_sync_s=args.wal_sync, wal_max_bytes=args.wal_max_bytes,
     ).validate()
 
 
@@ -180,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
     scheme = "https" if config.tls else "http"
     print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
                       "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
-                      "tls": config.tls, "auth": config.token is not None, "malloc": allocator,
+                      "tls": config.tls, "auth": config.token is not None,
+                      "metrics_auth": config.scrape_token is not None, "malloc": allocator,
                       "loop": receiver.loop, "gzip": inflaters(), "wal": config.wal_dir}), flush=True)
     while not stop.wait(1.0):
         pass
@@ -191,6 +211,6 @@ def run(args: argparse.Namespace) -> int:
         events[0].shutdown()  # what the batch holds goes out
     done = receiver.pipeline.finished.is_set()
     print(json.dumps({"event": "stopped", "drained": done, "traces": dict(receiver.pipeline.feeder.completed),
-                      "trajectories": outcomes}),
+                      "trajectories": outcomes, "lost": receiver.pipeline.lost}),
           file=sys.stderr, flush=True)
     return 0 if done else 1

@@ -30,6 +30,7 @@ class ServeConfig:
     body_timeout_s: float = 30.0  # a request body must arrive within this long
     retry_after_s: int = 1  # hinted to clients that are throttled
     token: str | None = None  # bearer token; None: no auth
+    metrics_token: str | None = None  # bearer token for /metrics; None: the same as ``token``
     tls_cert: str | None = None
     tls_key: str | None = None
     insecure: bool = False  # allow a non-loopback address without a token
@@ -40,6 +41,10 @@ class ServeConfig:
     wal_sync_s: float = 0.02  # group sync: at most one fsync per interval; an acknowledgement waits for its group
     wal_max_bytes: int = 1 << 30  # the log's bound; past it requests are refused (429 / RESOURCE_EXHAUSTED)
     wal_segment_bytes: int = 16 << 20  # a new segment file past this size
+    max_connections: int = 0  # open connections per listener; 0: a share of the descriptor limit
+    http_idle_s: float = 30.0  # a connection with no request in progress is closed after this long
+    http_read_s: float = 10.0  # a request's headers must arrive within this long
+    memory_limit_mib: int = 0  # bodies + queued + held spans, in MiB; 0: half the cgroup limit, else 1/4 of RAM
 
     def validate(self) -> ServeConfig:
         def bad(flag: str, why: str) -> ConfigError:
@@ -71,6 +76,16 @@ class ServeConfig:
             raise bad("--body-timeout", f"{self.body_timeout_s} (seconds, > 0)")
         if self.retry_after_s < 0:
             raise bad("--retry-after", f"{self.retry_after_s} (seconds, >= 0)")
+        if self.max_connections < 0:
+            raise bad("--max-connections", f"{self.max_connections} (>= 1, or 0 for a share of the descriptor limit)")
+        for flag, seconds in (("--http-idle-timeout", self.http_idle_s), ("--http-read-timeout", self.http_read_s)):
+            if not 0 < seconds < float("inf"):
+                raise bad(flag, f"{seconds} (seconds, > 0)")
+        if self.memory_limit_mib < 0:
+            raise bad("--memory-limit-mib", f"{self.memory_limit_mib} (MiB, >= 1, or 0 for the default)")
+        if self.memory_limit_bytes < 4 * self.max_body_bytes:
+            raise bad("--memory-limit-mib", f"{self.memory_limit_bytes >> 20} MiB is less than 4 x --max-body-bytes "
+                      f"({self.max_body_bytes}): a body is reserved at twice its size, and the largest must fit")
         if self.grpc_workers < 1:
             raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
         if self.loop not in LOOPS:
@@ -88,10 +103,33 @@ class ServeConfig:
                 raise bad(flag, f"{path}: no such file")
         if self.token is not None and not self.token:
             raise bad("--token-file/--token-env", "the token is empty")
+        if self.metrics_token is not None and not self.metrics_token:
+            raise bad("--metrics-token-file/--metrics-token-env", "the token is empty")
         if not is_loopback(self.addr) and self.token is None and not self.insecure:
             raise ConfigError(f"refusing to listen on {self.addr} (not loopback) without a token: give --token-file "
                               "or --token-env, or --insecure to accept unauthenticated spans")
         return self
+
+    @property
+    def connection_limit(self) -> int:
+        if self.max_connections:
+            return self.max_connections
+        from .connections import default_max_connections
+
+        return default_max_connections()
+
+    @property
+    def memory_limit_bytes(self) -> int:
+        if self.memory_limit_mib:
+            return self.memory_limit_mib << 20
+        from .memory import default_limit_mib
+
+        return max(default_limit_mib() << 20, 4 * self.max_body_bytes)  # the largest body fits
+
+    @property
+    def scrape_token(self) -> str | None:
+        """The token /metrics needs: ``--metrics-token-*``, else the OTLP token, else none."""
+        return self.metrics_token if self.metrics_token is not None else self.token
 
     @property
     def tls(self) -> bool:
@@ -107,18 +145,18 @@ def is_loopback(addr: str) -> bool:
         return False
 
 
-def read_token(token_file: str | None, token_env: str | None) -> str | None:
+def read_token(token_file: str | None, token_env: str | None, flag: str = "--token") -> str | None:
     """The bearer token from a file (stripped) or an environment variable; None when neither is given."""
     if token_file is not None and token_env is not None:
-        raise ConfigError("invalid --token-file/--token-env: give one, not both")
+        raise ConfigError(f"invalid {flag}-file/{flag}-env: give one, not both")
     if token_file is not None:
         try:
             return Path(token_file).read_text().strip()
         except OSError as exc:
-            raise ConfigError(f"invalid --token-file: {token_file}: {exc.strerror or exc}") from None
+            raise ConfigError(f"invalid {flag}-file: {token_file}: {exc.strerror or exc}") from None
     if token_env is not None:
         value = os.environ.get(token_env)
         if value is None:
-            raise ConfigError(f"invalid --token-env: environment variable {token_env} is not set")
+            raise ConfigError(f"invalid {flag}-env: environment variable {token_env} is not set")
         return value.strip()
     return None

@@ -56,7 +56,8 @@ def from_protobuf(body: bytes | bytearray, where: str = "request") -> Decoded:
         try:
             req.ParseFromString(body)
         except (DecodeError, ValueError) as exc:
-            raise BadRequest(f"not an OTLP ExportTraceServiceRequest (protobuf): {exc}") from None
+            deep = " (nested too deep: the depth limit is 100 messages)" if "MaxDepth" in str(exc) else ""
+            raise BadRequest(f"not an OTLP ExportTraceServiceRequest (protobuf): {exc}{deep}") from None
         return from_message(req, where)
 
 
@@ -69,7 +70,10 @@ def from_message(req: ExportTraceServiceRequest, where: str = "request") -> Deco
 def from_json(body: bytes | bytearray, where: str = "request") -> Decoded:
     with gc_paused():
         out = Decoded([])
-        typed = typed_request(body) if typed_request is not None and b'"resourceSpans"' in body[:64] else None
+        try:
+            typed = typed_request(body) if typed_request is not None and b'"resourceSpans"' in body[:64] else None
+        except RecursionError:  # msgspec's own depth limit: parse names it
+            typed = None
         if typed is not None:
             out.spans = typed
             return out
@@ -82,6 +86,6 @@ def from_json(body: bytes | bytearray, where: str = "request") -> Decoded:
             raise BadRequest(f"not an OTLP/JSON ExportTraceServiceRequest (expected an object with resourceSpans, got {kind})")
         try:
             out.spans = spans_from_json(value, where, out.reject)
-        except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (Bad, ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
             raise BadRequest(f"{where}: {why(exc)}") from None
         return out

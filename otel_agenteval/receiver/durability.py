@@ -14,6 +14,11 @@ more: counted once either way. Marks are also written every :data:`CHECKPOINT_S`
 nobody scrapes still frees its log) and whenever the log is above :data:`PRESSURE` of its bound.
 Then the oldest segments none of whose traces is still held are dropped; played traces that
 still have spans in later segments (late spans) are marked again first.
+
+Recovered spans are counted in the memory budget (``--memory-limit-mib``) at what their listener
+counted them (:func:`.memory.span_bytes`); past the held share the oldest traces are played at
+once (``memory``) and marked played like any other. A request refused before it is logged (the
+budget: 429 / ``RESOURCE_EXHAUSTED``) is never in the log.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from ..replay.spanview import RecordedSpan
 from .compression import CONTENT_ENCODINGS, BadRequest, TooLarge, grpc_message
 from .config import ServeConfig
 from .decoding import from_json, from_protobuf
+from .memory import span_bytes
+from .pipeline import Batch
 from .wal import DISK, FULL, OK, Log, done
 
 if TYPE_CHECKING:
@@ -99,7 +106,7 @@ class Durability:
         """Hold again what the log holds (but traces marked played); start appending."""
         started = time.monotonic()
         played: set[int] = set()
-        spans: list[RecordedSpan] = []
+        batches: list[Batch] = []
         records = unreadable = 0
         for record in self.log.read():
             records += 1
@@ -113,32 +120,40 @@ class Durability:
                 log.warning("agenteval serve: a logged request in %s cannot be read again: %s",
                             record.segment.path.name, exc)
                 continue
-            record.segment.tids.update(s._context[0] for s in got)
-            spans.extend(got)
-        again = [s for s in spans if s._context[0] not in played]
+            record.segment.tids.update(s._context[0] for s in got.spans)
+            batches.append(got)
         feeder = self.pipeline.feeder
         feeder.mark_played(played)
-        feeder.hold(again)
-        self.metrics.recovered.inc(len(again))
+        recovered = 0
+        for batch in batches:  # counted in the memory budget as a listener's batch is (past it: played early)
+            again = [s for s in batch.spans if s._context[0] not in played]
+            if again:
+                feeder.hold(again, batch.nbytes * len(again) // len(batch.spans))
+                recovered += len(again)
+        self.metrics.recovered.inc(recovered)
         self.metrics.unreadable.inc(unreadable)
         cut = sum(c.bytes for c in self.log.cuts)
         self.metrics.cut.inc(cut)
         self.log.start()
         self.summary = {"event": "wal_recovered", "dir": str(self.log.dir), "segments": len(self.log.segments) - 1,
-                        "records": records, "spans": len(again), "traces": feeder.held_traces,
+                        "records": records, "spans": recovered, "traces": feeder.held_traces,
+                        "held_bytes": feeder.held_bytes, "played_early": feeder.completed["memory"],
                         "played_traces_skipped": len(played), "unreadable_records": unreadable, "cut_bytes": cut,
                         "cuts": [{"segment": c.segment, "offset": c.offset, "reason": c.reason, "bytes": c.bytes}
                                  for c in self.log.cuts],
                         "seconds": round(time.monotonic() - started, 3)}
         return self.summary
 
-    def _decode(self, payload: bytes) -> list[RecordedSpan]:
+    def _decode(self, payload: bytes) -> Batch:
+        """A logged request's spans, counted at what the listener counted them (:func:`.memory.span_bytes`)."""
         source, encoding, body = payload[0], payload[1], payload[2:]
         if source == GRPC:
-            return from_protobuf(grpc_message(body, self.max_body_bytes)).spans
-        inflater = CONTENT_ENCODINGS[ENCODING_NAMES[encoding]]
-        plain = body if inflater is None else inflater(body, self.max_body_bytes)
-        return (from_json(plain) if source == HTTP_JSON else from_protobuf(plain)).spans
+            plain = grpc_message(body, self.max_body_bytes)
+        else:
+            inflater = CONTENT_ENCODINGS[ENCODING_NAMES[encoding]]
+            plain = body if inflater is None else inflater(body, self.max_body_bytes)
+        spans = (from_json(plain) if source == HTTP_JSON else from_protobuf(plain)).spans
+        return Batch(spans, span_bytes(len(plain), len(spans)))
 
     # --- listeners ------------------------------------------------------------------------------
     def log_request(self, spans: list[RecordedSpan], source: int, encoding: bytes, body: bytes) -> Future[str] | None:

@@ -38,3 +38,17 @@ def tune_for_large_bodies() -> str:
     if mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1 or mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
         return "refused by mallopt"
     return "tuned"
+
+
+def trim() -> bool:
+    """``malloc_trim(0)``: glibc gives back free pages of every heap and arena, not only the top
+    of the main heap (which is all ``M_TRIM_THRESHOLD`` does). False where there is no glibc."""
+    if sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        malloc_trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    malloc_trim.argtypes = (ctypes.c_size_t,)
+    malloc_trim.restype = ctypes.c_int
+    return bool(malloc_trim(0))

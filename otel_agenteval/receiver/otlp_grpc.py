@@ -13,6 +13,7 @@ after the delay. Shutting down answers ``UNAVAILABLE``; a wrong token ``UNAUTHEN
 from __future__ import annotations
 
 import hmac
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -28,7 +29,10 @@ from .compression import TooLarge, grpc_message
 from .config import ServeConfig
 from .decoding import BadRequest, from_protobuf
 from .durability import GRPC
+from .memory import Reservation, span_bytes
 from .pipeline import CLOSED, FULL, OK, Pipeline
+
+log = logging.getLogger("otel_agenteval.serve")
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 MAX_IN_FLIGHT = 256  # requests received and waiting for a handler; past it grpcio refuses (RESOURCE_EXHAUSTED)
@@ -50,14 +54,21 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         self._accepted = c.spans.labels("grpc", "accepted")
         self._rejected = c.spans.labels("grpc", "rejected")
         self._refused = c.spans.labels("grpc", "refused")
-        info = RetryInfo(retry_delay=Duration(seconds=config.retry_after_s))
-        detail = AnyProto()
-        detail.Pack(info)
-        self._throttled = _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, "ingest queue is full: retry later", (
-            ("grpc-status-details-bin", Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
-                                               message="ingest queue is full: retry later",
-                                               details=[detail]).SerializeToString()),
-            ("google.rpc.retryinfo-bin", info.SerializeToString())))
+        self._throttled = _retry_later("ingest queue is full: retry later", config.retry_after_s)
+        self._memory_limited = _retry_later("memory limit reached (--memory-limit-mib): retry later",
+                                            config.retry_after_s)
+
+    def export_stream(self, requests: Any, context: Any) -> ExportTraceServiceResponse:
+        """The RPC as grpcio hands it over: the one message is taken here, so a message grpcio
+        refused (past ``grpc.max_receive_message_length``, 2 x --max-body-bytes) is seen and counted
+        (``result="not_received"``), where a unary handler is never called for it."""
+        try:
+            request = next(requests)
+        except (StopIteration, grpc.RpcError):  # refused by grpcio's size limit, or cancelled first
+            self._requests.labels("grpc", "not_received").inc()
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"message not received: larger than {2 * self.config.max_body_bytes} bytes, or cancelled")
+        return self.Export(request, context)
 
     def Export(self, request: bytes, context: Any) -> ExportTraceServiceResponse:  # noqa: N802 - the RPC's name
         if self._token is not None:
@@ -73,14 +84,35 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             self._requests.labels("grpc", "too_large").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"message of {len(request)} bytes is larger than {self.config.max_body_bytes} (--max-body-bytes)")
+        held = Reservation(self.pipeline.memory)
         try:
-            decoded = from_protobuf(grpc_message(request, self.config.max_body_bytes))
+            return self._export(request, context, held)
+        finally:
+            held.release()
+
+    def _export(self, request: bytes, context: Any, held: Reservation) -> ExportTraceServiceResponse:
+        if not held.grow(len(request)):
+            self._requests.labels("grpc", "memory_limited").inc()
+            context.abort_with_status(self._memory_limited)
+        try:
+            message = grpc_message(request, self.config.max_body_bytes)
+            roomy = held.grow(len(message) - len(request))  # inflated: its bytes too
+            decoded = from_protobuf(message) if roomy else None
         except TooLarge as exc:
             self._requests.labels("grpc", "too_large").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except BadRequest as exc:
             self._requests.labels("grpc", "bad_request").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Exception as exc:  # a message no reader foresaw: still the client's
+            log.exception("agenteval serve: unexpected error decoding a gRPC request")
+            self.pipeline.counters.errors.labels("decode").inc()
+            self._requests.labels("grpc", "bad_request").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(exc).__name__}")
+        if decoded is None:
+            self._requests.labels("grpc", "memory_limited").inc()
+            context.abort_with_status(self._memory_limited)
+        assert decoded is not None  # abort_with_status raised
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:
@@ -89,7 +121,8 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
                           f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)")
         if spans:
             logged = self.pipeline.log(spans, GRPC, b"", request)  # with --wal-dir: synced first
-            got = self.pipeline.submit(spans) if logged is None or logged.result() == OK else FULL
+            nbytes = span_bytes(len(message), len(spans))
+            got = self.pipeline.submit(spans, nbytes) if logged is None or logged.result() == OK else FULL
             if got == FULL:
                 self._refused.inc(len(spans))
                 self._requests.labels("grpc", "throttled").inc()
@@ -110,12 +143,24 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         return response
 
 
+def _retry_later(message: str, delay_s: int) -> _Status:
+    """``RESOURCE_EXHAUSTED`` with a ``RetryInfo``, where the Collector and the Python SDK read it."""
+    info = RetryInfo(retry_delay=Duration(seconds=delay_s))
+    detail = AnyProto()
+    detail.Pack(info)
+    return _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, message, (
+        ("grpc-status-details-bin", Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], message=message,
+                                           details=[detail]).SerializeToString()),
+        ("google.rpc.retryinfo-bin", info.SerializeToString())))
+
+
 def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any, int]:
     """A started grpcio server on ``config.addr:port`` (0: a free port); returns (server, bound port)."""
     service = TraceService(pipeline, config)
     handler = grpc.method_handlers_generic_handler(SERVICE, {
-        "Export": grpc.unary_unary_rpc_method_handler(
-            service.Export, request_deserializer=None,  # bytes: decoded by replay's decoder
+        # a client's unary call, taken as a stream of one message: see TraceService.export_stream
+        "Export": grpc.stream_unary_rpc_method_handler(
+            service.export_stream, request_deserializer=None,  # bytes: decoded by replay's decoder
             response_serializer=ExportTraceServiceResponse.SerializeToString),
     })
     server = grpc.server(
@@ -123,7 +168,11 @@ def start_grpc(pipeline: Pipeline, config: ServeConfig, port: int) -> tuple[Any,
         handlers=(handler,),
         options=[("grpc.max_receive_message_length", 2 * config.max_body_bytes),
                  ("grpc.per_message_decompression", 0),  # inflated by the handler: grpc_message
-                 ("grpc.so_reuseport", 0)],
+                 ("grpc.so_reuseport", 0),
+                 # the HTTP listeners' limits (connections.py), as grpcio's core takes them
+                 ("grpc.max_connection_idle_ms", int(config.http_idle_s * 1000)),
+                 ("grpc.server_handshake_timeout_ms", int(config.http_read_s * 1000)),
+                 ("grpc.max_allowed_incoming_connections", config.connection_limit)],
         maximum_concurrent_rpcs=MAX_IN_FLIGHT,
     )
     host = f"[{config.addr}]" if ":" in config.addr else config.addr

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
 from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
@@ -24,12 +26,18 @@ from .compression import CONTENT_ENCODINGS, TooLarge
 from .config import ServeConfig
 from .decoding import BadRequest, Decoded, from_json, from_protobuf
 from .durability import HTTP_JSON, HTTP_PROTOBUF
+from .memory import Reservation, span_bytes
 from .pipeline import CLOSED, FULL, OK, Pipeline
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+_T = TypeVar("_T")
 
+log = logging.getLogger("otel_agenteval.serve")
+
+OFFLOAD_BYTES = 4 << 20  # bodies past this (as inflated) are decoded and fed on a decoder thread
+DECODERS = 2  # those threads: decoding holds the GIL, so more would only take turns
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _GRPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 503: 14, 404: 5, 405: 12}  # google.rpc.Code
@@ -57,6 +65,7 @@ class OtlpHttpApp:
         self._refused = c.spans.labels("http", "refused")
         self._ok = c.requests.labels("http", "ok")
         self._retry_after = str(config.retry_after_s).encode()
+        self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="agenteval-decode")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -64,6 +73,13 @@ class OtlpHttpApp:
             return
         if scope["type"] != "http":
             return
+        held = Reservation(self.pipeline.memory)
+        try:
+            await self._export(scope, receive, send, held)
+        finally:
+            held.release()
+
+    async def _export(self, scope: Scope, receive: Receive, send: Send, held: Reservation) -> None:
         json_body = False
         try:
             if scope["path"] != "/v1/traces":
@@ -83,12 +99,19 @@ class OtlpHttpApp:
             if encoding not in CONTENT_ENCODINGS:
                 raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip, deflate "
                                "or none", "unsupported_media_type")
-            raw = await self._body(headers, receive)
+            raw = await self._body(headers, receive, held)
             inflater = CONTENT_ENCODINGS[encoding]
             body = raw if inflater is None else inflater(raw, self.config.max_body_bytes)
-            decoded = from_json(body) if json_body else from_protobuf(body)
-            logged = self.pipeline.log(decoded.spans, HTTP_JSON if json_body else HTTP_PROTOBUF, encoding, raw)
-            response = self._enqueue(decoded, OK if logged is None else await asyncio.wrap_future(logged))
+            if not held.grow(len(body) - len(raw)):
+                raise self._memory_limited()  # not logged: the client sends it again
+            # a big body is decoded and fed off the event loop: /healthz and other requests go on meanwhile
+            big = len(body) > OFFLOAD_BYTES
+            decoded = await self._call(big, _decode, body, json_body)
+            # with --wal-dir: logged as received once decoded, acknowledged once synced
+            logged = await self._call(big, self.pipeline.log, decoded.spans, HTTP_JSON if json_body else HTTP_PROTOBUF,
+                                      encoding, raw)
+            status = OK if logged is None else await asyncio.wrap_future(logged)
+            response = await self._call(big, self._enqueue, decoded, len(body), status)
         except _Refused as r:
             self._requests.labels("http", r.result).inc()
             await _send(send, r.status, _status_body(r.status, str(r), json_body), json_body, r.headers)
@@ -101,34 +124,58 @@ class OtlpHttpApp:
             self._requests.labels("http", "bad_request").inc()
             await _send(send, 400, _status_body(400, str(exc), json_body), json_body)
             return
+        except Exception as exc:  # a body no reader foresaw: still the client's, never a 500
+            log.exception("agenteval serve: unexpected error decoding a request")
+            self.pipeline.counters.errors.labels("decode").inc()
+            self._requests.labels("http", "bad_request").inc()
+            await _send(send, 400, _status_body(400, f"unreadable request: {type(exc).__name__}", json_body), json_body)
+            return
         await _send(send, 200, _response_body(response, json_body), json_body)
 
+    async def _call(self, off_loop: bool, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` here, or on a decoder thread when ``off_loop``."""
+        if not off_loop:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self._decoders, fn, *args)
+
+    def close(self) -> None:
+        self._decoders.shutdown(wait=False)
+
     def _authorise(self, header: bytes) -> None:
-        scheme, _, token = header.partition(b" ")
         assert self._token is not None
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self._token):
+        if not _bearer_ok(header, self._token):
             raise _Refused(401, "missing or wrong bearer token", "unauthorized", ((b"www-authenticate", b"Bearer"),))
 
-    async def _body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
+    def _memory_limited(self) -> _Refused:
+        return _Refused(429, "memory limit reached (--memory-limit-mib): retry later", "memory_limited",
+                        ((b"retry-after", self._retry_after),))
+
+    async def _body(self, headers: dict[bytes, bytes], receive: Receive, held: Reservation) -> bytes:
         limit = self.config.max_body_bytes
-        length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise _Refused(413, f"body of {int(length)} bytes is larger than {limit} bytes (--max-body-bytes)",
+        header = headers.get(b"content-length", b"")
+        length = int(header) if header.isdigit() else None
+        if length is not None and length > limit:
+            raise _Refused(413, f"body of {length} bytes is larger than {limit} bytes (--max-body-bytes)",
                            "too_large")
+        if length is not None and not held.grow(length):
+            raise self._memory_limited()  # before a byte of it is read
+        grow = None if length is not None else held.grow  # chunked: reserved as it comes
         try:  # one deadline for the whole body (not one timer task per chunk)
-            return await asyncio.wait_for(_chunks(receive, limit), self.config.body_timeout_s)
+            return await asyncio.wait_for(_chunks(receive, limit, grow, self._memory_limited),
+                                          self.config.body_timeout_s)
         except asyncio.TimeoutError:
             raise _Refused(408, f"body not received within {self.config.body_timeout_s}s (--body-timeout)",
                            "timeout") from None
 
-    def _enqueue(self, decoded: Decoded, logged: str = OK) -> ExportTraceServiceResponse | None:
+    def _enqueue(self, decoded: Decoded, body_bytes: int, logged: str = OK) -> ExportTraceServiceResponse | None:
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:
             raise _Refused(413, f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)",
                            "too_large")
         if spans:
-            got = self.pipeline.submit(spans) if logged == OK else FULL  # not in the write-ahead log: refused
+            # not in the write-ahead log: refused
+            got = self.pipeline.submit(spans, span_bytes(body_bytes, len(spans))) if logged == OK else FULL
             if got == FULL:
                 self._refused.inc(len(spans))
                 raise _Refused(429, "ingest queue is full: retry later", "throttled",
@@ -149,7 +196,12 @@ class OtlpHttpApp:
         return response
 
 
-async def _chunks(receive: Receive, limit: int) -> bytes:
+def _decode(body: bytes | bytearray, json_body: bool) -> Decoded:
+    return from_json(body) if json_body else from_protobuf(body)
+
+
+async def _chunks(receive: Receive, limit: int, grow: Callable[[int], bool] | None,
+                  refused: Callable[[], _Refused]) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -160,6 +212,8 @@ async def _chunks(receive: Receive, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise _Refused(413, f"body is larger than {limit} bytes (--max-body-bytes)", "too_large")
+        if grow is not None and not grow(len(chunk)):
+            raise refused()
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks) if len(chunks) != 1 else chunks[0]
@@ -196,11 +250,16 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 class OpsApp:
-    """``/metrics`` (text or OpenMetrics by ``Accept``), ``/healthz`` (live), ``/readyz`` (ready)."""
+    """``/metrics`` (text or OpenMetrics by ``Accept``), ``/healthz`` (live), ``/readyz`` (ready).
+    With a ``token``, ``/metrics`` needs ``Authorization: Bearer <token>`` (what Prometheus'
+    ``authorization`` sends); the probes stay open (they say nothing but up or ready)."""
 
-    def __init__(self, registry: CollectorRegistry, readiness: Callable[[], list[str]]) -> None:
+    def __init__(self, registry: CollectorRegistry, readiness: Callable[[], list[str]],
+                 token: str | None = None, unauthorized: Any = None) -> None:
         self._metrics = make_asgi_app(registry)
         self._readiness = readiness
+        self._token = token.encode() if token is not None else None
+        self._unauthorized = unauthorized  # a Counter child, counted per refused scrape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -210,6 +269,13 @@ class OpsApp:
             return
         path = scope["path"]
         if path == "/metrics":
+            if self._token is not None and not _bearer_ok(dict(scope["headers"]).get(b"authorization", b""),
+                                                          self._token):
+                if self._unauthorized is not None:
+                    self._unauthorized.inc()
+                await _plain(send, 401, {"error": "missing or wrong bearer token"},
+                             ((b"www-authenticate", b"Bearer"),))
+                return
             await self._metrics(scope, receive, send)
             return
         if path == "/healthz":
@@ -222,8 +288,14 @@ class OpsApp:
             await _plain(send, 404, {"error": "not found: try /metrics, /healthz or /readyz"})
 
 
-async def _plain(send: Send, status: int, doc: dict[str, Any]) -> None:
+def _bearer_ok(header: bytes, token: bytes) -> bool:
+    scheme, _, given = header.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
+
+
+async def _plain(send: Send, status: int, doc: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json.dumps(doc).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
     await send({"type": "http.response.body", "body": body})

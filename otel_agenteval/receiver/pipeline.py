@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -35,12 +36,21 @@ from ..replay.live import UNBOUNDED, LiveFeeder
 from ..replay.spanview import RecordedSpan
 from ..trajectory import Trajectory
 from ..violation import Violation
+from .memory import MemoryBudget
 
 log = logging.getLogger("otel_agenteval.serve")
 
 OK, FULL, CLOSED = "ok", "full", "closed"
 TICK_S = 0.05  # how often the feeder thread looks at the clock
 LISTENER_SHARE = 2  # a listener plays up to this many times the spans it submitted
+
+
+@dataclass
+class Batch:
+    """One request's spans and what they are counted at in the memory budget."""
+
+    spans: list[RecordedSpan]
+    nbytes: int = 0
 
 
 class RequestLog(Protocol):
@@ -60,32 +70,40 @@ class IngestQueue:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.spans = 0
-        self._items: deque[list[RecordedSpan]] = deque()
+        self.nbytes = 0
+        self._items: deque[Batch] = deque()
         self._lock = threading.Lock()
         self._closed = False
 
-    def put(self, batch: list[RecordedSpan]) -> str:
+    def put(self, batch: Batch) -> str:
         with self._lock:
             if self._closed:
                 return CLOSED
-            if self.spans + len(batch) > self.capacity:
+            if self.spans + len(batch.spans) > self.capacity:
                 return FULL
             self._items.append(batch)
-            self.spans += len(batch)
+            self.spans += len(batch.spans)
+            self.nbytes += batch.nbytes
         return OK
 
-    def take(self) -> list[RecordedSpan] | None:
+    def take(self) -> Batch | None:
         """The oldest batch, or None when there is none."""
         with self._lock:
             if not self._items:
                 return None
             batch = self._items.popleft()
-            self.spans -= len(batch)
+            self.spans -= len(batch.spans)
+            self.nbytes -= batch.nbytes
             return batch
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
+
+    def trace_ids(self) -> set[int]:
+        """The traces of the spans queued now."""
+        with self._lock:
+            return {s._context[0] for batch in self._items for s in batch.spans}
 
 
 class ReceiverMetrics:
@@ -112,10 +130,23 @@ class ReceiverMetrics:
                                 registry=registry)
         self.held_traces = Gauge("agenteval_receiver_held_traces", "Traces held while they complete.",
                                  registry=registry)
+        self.connections_closed = Counter("agenteval_receiver_connections_closed",
+                                          "HTTP connections closed by the listener, by listener (otlp_http, ops) and "
+                                          "reason: idle, read_timeout (headers too slow), evicted (idle the longest "
+                                          "when --max-connections was reached), refused (503: all busy).",
+                                          ("listener", "reason"), registry=registry)
         for protocol in ("grpc", "http"):
             for result in ("accepted", "rejected", "refused"):
                 self.spans.labels(protocol, result)
-        for reason in ("root_end", "idle_timeout", "capacity", "shutdown"):
+        self.memory = Gauge("agenteval_receiver_memory_bytes",
+                            "Memory budget in use (--memory-limit-mib), by kind: bodies (being read or decoded), "
+                            "spans (queued or held).", ("kind",), registry=registry)
+        self.memory_limit = Gauge("agenteval_receiver_memory_limit_bytes", "The memory budget (--memory-limit-mib).",
+                                  registry=registry)
+        self.drain_lost = Counter("agenteval_receiver_drain_lost",
+                                  "What a drain that ran out of --drain-timeout left unchecked at shutdown: "
+                                  "runs (traces queued or held, runs open) and spans.", ("kind",), registry=registry)
+        for reason in ("root_end", "idle_timeout", "capacity", "memory", "shutdown"):
             self.traces.labels(reason)
 
 
@@ -123,7 +154,7 @@ class Pipeline:
     """The engine behind every listener, with its metrics, the queue, and the feeder thread."""
 
     def __init__(self, policy: Policy, registry: CollectorRegistry, *, queue_spans: int, grace_s: float,
-                 idle_s: float, max_held_spans: int, log_violations: bool = True,
+                 idle_s: float, max_held_spans: int, log_violations: bool = True, memory_limit: int = UNBOUNDED,
                  clock: Callable[[], float] = time.monotonic,
                  on_violation: tuple[Callable[[Violation], None], ...] = (),
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
@@ -132,7 +163,9 @@ class Pipeline:
                                 log_violations=log_violations, one_caller=True)  # one thread at a time: the turn
         self.engine = monitor.engine
         self.metrics = monitor.metrics
-        self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s)
+        self.memory = MemoryBudget(memory_limit, lambda: self.queue.nbytes + self.feeder.held_bytes)
+        self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s,
+                                 max_bytes=self.memory.held_limit)
         self.queue = IngestQueue(queue_spans)
         self.counters = ReceiverMetrics(registry)
         registry.register(SelfCollector(self._stats, self.metrics))
@@ -141,6 +174,9 @@ class Pipeline:
         c.queue_spans.set_function(lambda: self.queue.spans)
         c.held_spans.set_function(lambda: self.feeder.held_spans)
         c.held_traces.set_function(lambda: self.feeder.held_traces)
+        c.memory.labels("bodies").set_function(lambda: self.memory.bodies)
+        c.memory.labels("spans").set_function(self.memory.spans)
+        c.memory_limit.set(memory_limit if memory_limit < UNBOUNDED else 0)
         self._counted = dict(self.feeder.completed)
         self._duplicates = 0
         self._turn = threading.Lock()  # held by the one thread feeding the engine
@@ -152,6 +188,7 @@ class Pipeline:
         self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
         self.wal: RequestLog | None = None  # serve --wal-dir: requests logged before acknowledged
+        self.lost: dict[str, int] = {}  # what a drain that timed out left unchecked
 
     def _stats(self) -> dict[str, Any]:
         s = self.engine.stats
@@ -163,12 +200,16 @@ class Pipeline:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Close the queue, let the feeder thread drain it and finalise what is held; True when done."""
+        """Close the queue, let the feeder thread drain it and finalise what is held; True when done.
+        When ``timeout`` runs out first, what is left unchecked is counted, logged and kept in
+        :attr:`lost` (the process exits without it)."""
         self.queue.close()
         self._closing = True
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if not self.finished.is_set() and not self.lost:
+            self._count_lost(timeout)
         return self.finished.is_set()
 
     def log(self, spans: list[RecordedSpan], source: int, encoding: bytes, body: bytes) -> Future[str] | None:
@@ -184,11 +225,26 @@ class Pipeline:
         with self._turn:
             yield
 
-    def submit(self, batch: list[RecordedSpan]) -> str:
-        """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``); then feed the engine on this
-        thread, unless another one is feeding it (or the policy has rules of its own: then the
-        feeder thread does)."""
-        got = self.queue.put(batch)
+    def _count_lost(self, timeout: float | None) -> None:
+        queued = self.queue.trace_ids()
+        held_traces, open_runs = self.feeder.held_traces, self.engine.open_trajectories
+        self.lost = {"runs": len(queued) + held_traces + open_runs, "queued_traces": len(queued),
+                     "held_traces": held_traces, "open_runs": open_runs,
+                     "spans": self.queue.spans + self.feeder.held_spans}
+        self.counters.drain_lost.labels("runs").inc(self.lost["runs"])
+        self.counters.drain_lost.labels("spans").inc(self.lost["spans"])
+        log.error("agenteval serve: the drain did not finish within %ss (--drain-timeout): %d runs not checked "
+                  "(%d traces queued, %d held, %d runs open in the engine), %d spans", timeout, self.lost["runs"],
+                  len(queued), held_traces, open_runs, self.lost["spans"])
+        if self.wal is not None:
+            log.error("agenteval serve: those runs are kept in the write-ahead log: the next start with the same "
+                      "--wal-dir plays them")
+
+    def submit(self, batch: list[RecordedSpan], nbytes: int = 0) -> str:
+        """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``), counted at ``nbytes`` in the
+        memory budget (:func:`~.memory.span_bytes`); then feed the engine on this thread, unless
+        another one is feeding it (or the policy has rules of its own: then the feeder thread does)."""
+        got = self.queue.put(Batch(batch, nbytes))
         if got == OK:
             if self.listeners_feed:
                 self._feed(self._turn.acquire(blocking=False), LISTENER_SHARE * len(batch))
@@ -206,7 +262,7 @@ class Pipeline:
             try:
                 batch = queue.take()
                 if batch is not None:
-                    feeder.hold(batch)
+                    feeder.hold(batch.spans, batch.nbytes)
                 held = feeder.held_spans
                 feeder.tick(budget)
                 budget -= held - feeder.held_spans
@@ -225,6 +281,7 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
+            self.memory.trim_after_burst()
             if self.wal is not None:
                 with self._turn:
                     self.wal.tick()
@@ -232,7 +289,7 @@ class Pipeline:
         with self._turn:
             try:
                 while (batch := self.queue.take()) is not None:
-                    self.feeder.hold(batch)
+                    self.feeder.hold(batch.spans, batch.nbytes)
                 self.feeder.close_held()
                 finished = True
             except Exception:

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from ..policy import Policy
 from . import eventloop
 from .config import ServeConfig
+from .connections import guarded, limits_for
 from .durability import Durability, DurableRegistry
 from .otlp_grpc import start_grpc
 from .otlp_http import OpsApp, OtlpHttpApp
@@ -48,6 +49,40 @@ def _bind(addr: str, port: int) -> socket.socket:
     return sock
 
 
+def _http_protocol() -> type:
+    """The protocol class uvicorn's ``http="auto"`` would take: httptools when installed, else h11."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        return HttpToolsProtocol
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
+
+
+def _run_servers(group: list[tuple[uvicorn.Server, socket.socket]], done: dict[int, threading.Event],
+                 started: threading.Event, new_loop: eventloop.LoopFactory) -> None:
+    """Serve ``group`` on a new event loop in this thread until each server stops; ``started``
+    is set once all of them listen (or one has failed)."""
+
+    async def serve_all() -> None:
+        tasks = []
+        for server, sock in group:
+            event = done[id(server)] = threading.Event()
+            task = asyncio.ensure_future(server.serve(sockets=[sock]))
+            task.add_done_callback(_setter(event))
+            tasks.append(task)
+        while not all(server.started for server, _ in group):
+            if any(t.done() for t in tasks):
+                break
+            await asyncio.sleep(0.01)
+        started.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    eventloop.run(serve_all(), new_loop)
+
+
 def _setter(event: threading.Event) -> Any:
     def done(_task: Any) -> None:
         event.set()
@@ -65,15 +100,17 @@ class Receiver:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.pipeline = Pipeline(self.policy, self.registry, queue_spans=config.queue_spans, grace_s=config.grace_s,
                                  idle_s=config.idle_s, max_held_spans=config.max_held_spans,
-                                 log_violations=config.log_violations, **pipeline_kwargs)
+                                 log_violations=config.log_violations, memory_limit=config.memory_limit_bytes,
+                                 **pipeline_kwargs)
         self.durability: Durability | None = None
         if config.wal_dir is not None:  # raises ConfigError when another process has the directory
             self.durability = self.pipeline.wal = Durability(self.pipeline, config, self.registry)
         self.ports = Ports()
         self._grpc: Any = None
         self._otlp_server: uvicorn.Server | None = None
+        self._otlp_app: OtlpHttpApp | None = None
         self._ops_server: uvicorn.Server | None = None
-        self._loop_thread: threading.Thread | None = None
+        self._loop_threads: list[threading.Thread] = []
         self._listening = False
         self._stopping = False
         self._stopped = threading.Event()
@@ -91,6 +128,9 @@ class Receiver:
         q = self.pipeline.queue
         if q.spans > self.config.high_water * q.capacity:
             out.append(f"ingest queue above its high-water mark ({q.spans} of {q.capacity} spans)")
+        m = self.pipeline.memory
+        if m.used > self.config.high_water * m.limit:
+            out.append(f"memory budget above its high-water mark ({m.used >> 20} of {m.limit >> 20} MiB)")
         return out
 
     @property
@@ -107,12 +147,15 @@ class Receiver:
         try:
             ops_sock = _bind(cfg.addr, cfg.metrics_port)
             self.ports.metrics = ops_sock.getsockname()[1]
-            self._ops_server = self._uvicorn(OpsApp(scraped, self.problems))
+            ops = OpsApp(scraped, self.problems, cfg.scrape_token,
+                         self.pipeline.counters.requests.labels("metrics", "unauthorized"))
+            self._ops_server = self._uvicorn(ops, "ops")
             sockets.append((self._ops_server, ops_sock))
             if cfg.http_port >= 0:
                 http_sock = _bind(cfg.addr, cfg.http_port)
                 self.ports.http = http_sock.getsockname()[1]
-                self._otlp_server = self._uvicorn(OtlpHttpApp(self.pipeline, cfg))
+                self._otlp_app = OtlpHttpApp(self.pipeline, cfg)
+                self._otlp_server = self._uvicorn(self._otlp_app, "otlp_http")
                 sockets.append((self._otlp_server, http_sock))
             self.pipeline.start()
             if cfg.grpc_port >= 0:
@@ -125,39 +168,32 @@ class Receiver:
                 s.close()
             self.pipeline.stop(5)
             raise
-        started = threading.Event()
-
         done = self._done
-
-        async def serve_all() -> None:
-            tasks = []
-            for server, sock in sockets:
-                event = done[id(server)] = threading.Event()
-                task = asyncio.ensure_future(server.serve(sockets=[sock]))
-                task.add_done_callback(_setter(event))
-                tasks.append(task)
-            while not all(server.started for server, _ in sockets):
-                if any(t.done() for t in tasks):
-                    break
-                await asyncio.sleep(0.01)
-            started.set()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
         new_loop = eventloop.factory(self.loop)
-        self._loop_thread = threading.Thread(target=lambda: eventloop.run(serve_all(), new_loop),
-                                             name="agenteval-http", daemon=True)
-        self._loop_thread.start()
-        started.wait(10)
+        # the ops listener on a loop (and thread) of its own: decoding and feeding on the OTLP
+        # listener's loop never delays /healthz or a scrape (they wait for the GIL at most)
+        for name, group in (("agenteval-ops", sockets[:1]), ("agenteval-http", sockets[1:])):
+            if not group:
+                continue
+            started = threading.Event()
+            thread = threading.Thread(target=_run_servers, args=(group, done, started, new_loop), name=name,
+                                      daemon=True)
+            thread.start()
+            self._loop_threads.append(thread)
+            started.wait(10)
         self._listening = all(server.started for server, _ in sockets)
         if not self._listening:
             self.stop()
             raise OSError("the HTTP listeners did not start")
         return self
 
-    def _uvicorn(self, app: Any) -> uvicorn.Server:
+    def _uvicorn(self, app: Any, listener: str) -> uvicorn.Server:
         cfg = self.config
+        limits = limits_for(listener, self.pipeline.counters.connections_closed, cfg.connection_limit,
+                            cfg.http_idle_s, cfg.http_read_s)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
-                                timeout_keep_alive=30, timeout_graceful_shutdown=10,
+                                http=guarded(_http_protocol(), limits),
+                                timeout_keep_alive=max(1, int(cfg.http_idle_s)), timeout_graceful_shutdown=10,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key)
         return uvicorn.Server(config)  # run off the main thread: it installs no signal handlers
 
@@ -180,11 +216,13 @@ class Receiver:
                 event = self._done.get(id(self._otlp_server))
                 if event is not None:
                     event.wait(15)
+            if self._otlp_app is not None:
+                self._otlp_app.close()
             self.pipeline.stop(drain_timeout)
             if self._ops_server is not None:
                 self._ops_server.should_exit = True
-            if self._loop_thread is not None:
-                self._loop_thread.join(15)
+            for thread in self._loop_threads:
+                thread.join(15)
             self._listening = False
         finally:
             self._stopped.set()

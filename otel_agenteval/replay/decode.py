@@ -46,10 +46,47 @@ def spans_from_json(value: Any, where: str, reject: Callable[[str], None]) -> li
     raise Bad(f"neither an OTLP ExportTraceServiceRequest nor an SDK span (keys: {', '.join(sorted(value)[:5])})")
 
 
+MAX_DEPTH = 1024  # nesting of arrays and objects in one document (orjson's own limit)
+
+
+class _NotFinite(ValueError):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _finite(literal: str) -> float:
+    f = float(literal)
+    if f - f != 0:  # inf or nan
+        raise _NotFinite(literal)
+    return f
+
+
+def _constant(literal: str) -> float:  # NaN, Infinity, -Infinity: not JSON
+    raise _NotFinite(literal)
+
+
 def parse(data: bytes | bytearray) -> Any:
+    """A JSON document; ``ValueError`` naming what is wrong: not JSON, nested deeper than
+    :data:`MAX_DEPTH`, or a number no field can hold (``1e400``, ``NaN``), with its field."""
     try:
         return _loads(data)
-    except ValueError:
-        return json.loads(data)  # orjson refuses what json takes (e.g. ints beyond 64 bits)
+    except ValueError as exc:
+        if "depth limit" in str(exc):  # orjson: json's recursive scanner would only fail later
+            raise ValueError(f"nested too deep: more than {MAX_DEPTH} levels of arrays and objects (depth limit)") from None
+    try:  # orjson refuses what json takes (e.g. ints beyond 64 bits)
+        return json.loads(data, parse_float=_finite, parse_constant=_constant)
+    except _NotFinite as exc:
+        raise ValueError(f"{_field_of(data, exc.literal)}{exc.literal} is out of range: not a finite number") from None
+    except RecursionError:
+        raise ValueError(f"nested too deep for the JSON reader (depth limit {MAX_DEPTH})") from None
+
+
+def _field_of(data: bytes | bytearray, literal: str) -> str:
+    """``"name: "`` of the first member whose value is ``literal``, for the error message."""
+    import re
+
+    m = re.search(rb'"([^"\\]{1,100})"\s*:\s*' + re.escape(literal.encode()) + rb"(?![0-9.eE])", data)
+    return f"{m.group(1).decode('utf-8', 'replace')}: " if m else ""
 
 

@@ -6,7 +6,8 @@ been held for ``grace_s`` (late children of other services still join it), or un
 pass with no new span (no root: the runs left open finish as ``incomplete``). A played trace is
 one tree: a remote parent that is in the trace is made local, so the tool spans of another
 service join the agent's run; start and end calls keep parents before children even across
-skewed clocks. Past ``max_spans`` held spans the oldest trace is played at once (``capacity``);
+skewed clocks. Past ``max_spans`` held spans the oldest trace is played at once (``capacity``), and
+past ``max_bytes`` held bytes too (``memory``; a batch's bytes are given to :meth:`LiveFeeder.hold`);
 spans of a played trace are ``late``, and a span sent twice (a retry) is played once
 (``duplicates``). Between plays the engine holds nothing open. :mod:`otel_agenteval.receiver.pipeline`
 calls it from one thread at a time: no locks here.
@@ -25,17 +26,19 @@ from .spanview import RecordedContext, RecordedSpan
 
 UNBOUNDED = 1 << 60  # a budget of spans with no bound (a machine int when compiled)
 # engine.finalise_all reasons for what a play leaves open (the engine counts them as evictions)
-_LEFT_OPEN = {"root_end": "ttl", "idle_timeout": "ttl", "capacity": "capacity", "shutdown": "shutdown"}
+_LEFT_OPEN = {"root_end": "ttl", "idle_timeout": "ttl", "capacity": "capacity", "memory": "capacity",
+              "shutdown": "shutdown"}
 
 
 class _Held:
     """One trace's spans waiting to be played (clock-driven mode)."""
 
-    __slots__ = ("due", "played", "queued", "rooted", "seen", "spans", "tid")
+    __slots__ = ("due", "nbytes", "played", "queued", "rooted", "seen", "spans", "tid")
 
     def __init__(self, tid: int, now: float) -> None:
         self.tid = tid
         self.spans: list[RecordedSpan] = []
+        self.nbytes = 0  # what its spans are counted at (memory budget)
         self.seen = now  # last span held
         self.queued = now  # its place in the idle queue, as of then
         self.rooted = False
@@ -44,14 +47,16 @@ class _Held:
 
 
 class LiveFeeder:
-    __slots__ = ("_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_max", "_played", "_size", "_traces",
-                 "completed", "duplicates", "played_ids", "stats")
+    __slots__ = ("_bytes", "_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_max", "_max_bytes", "_played",
+                 "_size", "_traces", "completed", "duplicates", "played_ids", "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000, *, clock: Callable[[], float] = time.monotonic,
-                 grace_s: float = 5.0, idle_s: float = 60.0) -> None:
+                 grace_s: float = 5.0, idle_s: float = 60.0, max_bytes: int = UNBOUNDED) -> None:
         self._engine = engine
         self._max = max_spans
+        self._max_bytes = max_bytes
         self._size = 0
+        self._bytes = 0
         self._played: OrderedDict[int, None] = OrderedDict()  # trace ids played (late spans are counted)
         self.stats = {"held_max": 0, "late": 0}
         self._clock = clock
@@ -64,13 +69,17 @@ class LiveFeeder:
         # as a queue would scan the keys its pops left behind on every look at its head
         self._idle: deque[_Held] = deque()
         self._due: deque[_Held] = deque()
-        self.completed = {"root_end": 0, "idle_timeout": 0, "capacity": 0, "shutdown": 0}
+        self.completed = {"root_end": 0, "idle_timeout": 0, "capacity": 0, "memory": 0, "shutdown": 0}
         self.duplicates = 0
         self.played_ids: list[int] | None = None  # given a list (serve --wal-dir): each played trace id
 
     @property
     def held_spans(self) -> int:
         return self._size
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
 
     @property
     def held_traces(self) -> int:
@@ -85,11 +94,13 @@ class LiveFeeder:
         for tid in tids:
             remember(self._played, tid)
 
-    def hold(self, spans: Iterable[RecordedSpan]) -> None:
-        """Hold spans (any order, any batch) until their trace is due; see :meth:`tick`."""
+    def hold(self, spans: list[RecordedSpan], nbytes: int = 0) -> None:
+        """Hold spans (any order, any batch) until their trace is due; see :meth:`tick`. ``nbytes``:
+        what the batch is counted at in the memory budget (shared evenly by its spans)."""
         now = self._clock()
         traces, played = self._traces, self._played
         size = self._size
+        each = nbytes // len(spans) if spans else 0
         for span in spans:
             tid = span._context[0]
             h = traces.get(tid)
@@ -103,6 +114,8 @@ class LiveFeeder:
             else:
                 h.seen = now
             h.spans.append(span)
+            h.nbytes += each
+            self._bytes += each
             size += 1
             if span._parent is None and not h.rooted:
                 h.rooted = True
@@ -111,6 +124,8 @@ class LiveFeeder:
         self._size = size
         while self._size > self._max and traces:
             self._finish(self._oldest(), "capacity")
+        while self._bytes > self._max_bytes and traces:
+            self._finish(self._oldest(), "memory")
         if self._size > self.stats["held_max"]:
             self.stats["held_max"] = self._size
 
@@ -169,6 +184,7 @@ class LiveFeeder:
         h.played = True
         spans, h.spans = h.spans, []  # an entry left in a queue holds no spans
         self._size -= len(spans)
+        self._bytes -= h.nbytes
         self.completed[reason] += 1
         remember(self._played, h.tid)
         if self.played_ids is not None:

@@ -44,8 +44,13 @@ def _hex_id(value: Any, hex_len: int, field: str, required: bool) -> int:
     return n
 
 
-def _any_value(v: Any) -> Any:
+MAX_VALUE_DEPTH = 64  # arrays and kvlists inside one attribute value (the SDK makes none nested)
+
+
+def _any_value(v: Any, depth: int = 0) -> Any:
     """An OTLP/JSON ``AnyValue`` as the Python value the SDK would hold."""
+    if depth > MAX_VALUE_DEPTH:
+        raise Bad(f"attribute value nested too deep: more than {MAX_VALUE_DEPTH} arrayValue/kvlistValue levels")
     if not v:
         return None
     if "stringValue" in v:
@@ -57,9 +62,10 @@ def _any_value(v: Any) -> Any:
     if "doubleValue" in v:
         return float(v["doubleValue"])
     if "arrayValue" in v:
-        return tuple(_any_value(x) for x in (v["arrayValue"] or {}).get("values") or ())
+        return tuple(_any_value(x, depth + 1) for x in (v["arrayValue"] or {}).get("values") or ())
     if "kvlistValue" in v:
-        return {kv["key"]: _any_value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values") or ()}
+        return {kv["key"]: _any_value(kv.get("value"), depth + 1)
+                for kv in (v["kvlistValue"] or {}).get("values") or ()}
     if "bytesValue" in v:
         return base64.b64decode(v["bytesValue"])
     raise Bad(f"unknown attribute value type {sorted(v)!r}")
@@ -69,6 +75,8 @@ def _attributes(kvs: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if not kvs:
         return out
+    if not isinstance(kvs, list):
+        raise Bad(f"attributes is a JSON {type(kvs).__name__}, expected a list")
     for kv in kvs:
         v = kv.get("value")
         s = v.get("stringValue") if v else None  # by far the most common: no call
@@ -153,7 +161,7 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
         except _SLOW:
             try:
                 append(_otlp_json_span(s, resource))
-            except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+            except (Bad, ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
                 reject(f"{where}[{k}]: {why(exc)}")
 
 
@@ -162,27 +170,36 @@ def _parent_hex(pid: str) -> int:
 
 
 
+def _list(value: Any, field: str) -> Any:
+    """A repeated field: a list, or absent/null (an empty tuple); anything else names the field (a
+    15 MiB string is not walked character by character)."""
+    if not value:
+        return ()
+    if not isinstance(value, list):
+        raise Bad(f"{field} is a JSON {type(value).__name__}, expected a list")
+    return value
+
+
 def otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], None]) -> list[RecordedSpan]:
+    """Spans of one request; a bad span goes to ``reject``, a request whose structure is not OTLP's
+    (``resourceSpans``, ``scopeSpans`` or ``spans`` not a list) raises :class:`Bad` naming the field."""
     out: list[RecordedSpan] = []
-    for i, rs in enumerate(doc.get("resourceSpans") or ()):
+    for i, rs in enumerate(_list(doc.get("resourceSpans"), "resourceSpans")):
+        if not isinstance(rs, dict):
+            raise Bad(f"resourceSpans[{i}] is a JSON {type(rs).__name__}, expected an object")
         try:
             res = rs.get("resource")
             resource = RecordedResource(_attributes(res.get("attributes"))) if res else EMPTY_RESOURCE
-        except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (Bad, ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
             reject(f"{where}: resourceSpans[{i}].resource: {why(exc)}")
             continue
-        for j, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ()):
-            spans = ss.get("spans")
-            if not spans:
-                continue
-            if isinstance(spans, list):
+        scopes = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
+        for j, ss in enumerate(_list(scopes, f"resourceSpans[{i}].scopeSpans")):
+            if not isinstance(ss, dict):
+                raise Bad(f"resourceSpans[{i}].scopeSpans[{j}] is a JSON {type(ss).__name__}, expected an object")
+            spans = _list(ss.get("spans"), f"resourceSpans[{i}].scopeSpans[{j}].spans")
+            if spans:
                 _otlp_json_spans(spans, resource, out, f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans", reject)
-                continue
-            for k, s in enumerate(spans):  # not a list: every item is rejected, one by one
-                try:
-                    out.append(_otlp_json_span(s, resource))
-                except (Bad, ValueError, TypeError, KeyError, AttributeError) as exc:
-                    reject(f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {why(exc)}")
     return out
 
 

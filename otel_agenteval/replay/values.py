@@ -60,7 +60,7 @@ def why(exc: BaseException) -> str:
 
 
 # the fast paths give up on these (Bad is a ValueError) and the reference reader names the error
-_SLOW = (ValueError, TypeError, KeyError, AttributeError)
+_SLOW = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
 
 end_time: Callable[[RecordedSpan], int] = attrgetter("_end_time")  # sort key, without a Python call
 

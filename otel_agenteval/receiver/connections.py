@@ -1,0 +1,132 @@
+"""Connection limits for the HTTP listeners (OTLP/HTTP and /metrics): a bound on open connections,
+an idle timeout, and a deadline on a request's headers.
+
+uvicorn closes a keep-alive connection only after a response, and never one that connected and
+sent nothing, nor one that sends its headers a byte a second: 1,100 such connections used up the
+descriptor limit (1024) and the replica answered no one. Here, on each listener:
+
+- a connection with no request in progress (just connected, or between requests) is closed after
+  ``idle_s`` (``--http-idle-timeout``);
+- a request's headers must arrive within ``read_s`` of its first byte (``--http-read-timeout``);
+  its body is bounded by ``--body-timeout`` in the app;
+- past ``max_connections`` (``--max-connections``) a new connection closes the one idle the
+  longest to make room (as nginx does with keep-alive connections), so a flood of idle
+  connections never locks out /healthz or an honest client; when every connection is busy with a
+  request, the new one gets a 503 and is closed.
+
+Each close is counted in ``agenteval_receiver_connections_closed_total{listener, reason}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Counter
+
+REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\n"
+           b"retry-after: 1\r\ncontent-length: 26\r\n\r\ntoo many open connections\n")
+RESERVED_FDS = 100  # descriptors kept for grpcio, log files, the policy, the WAL
+
+
+def default_max_connections() -> int:
+    """Per listener: a share of the descriptor limit (three listeners, and some to spare)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        soft = 65536
+    return max(16, min(4096, (soft - RESERVED_FDS) // 3))
+
+
+@dataclass
+class Limits:
+    max_connections: int
+    idle_s: float
+    read_s: float
+    closed: Any  # Counter child factory: closed(reason) -> Counter
+
+
+def limits_for(listener: str, counter: Counter, max_connections: int, idle_s: float, read_s: float) -> Limits:
+    for reason in ("idle", "read_timeout", "evicted", "refused"):
+        counter.labels(listener, reason)
+    return Limits(max_connections, idle_s, read_s, lambda reason: counter.labels(listener, reason))
+
+
+def guarded(base: type, limits: Limits) -> type:
+    """A subclass of uvicorn's protocol class ``base`` (httptools or h11) enforcing ``limits``."""
+
+    class Guarded(base):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            self._idle_since = time.monotonic()
+            self._header_timer: asyncio.TimerHandle | None = None
+            self._cycle_at_start: Any = None
+            if _open(self.connections) >= limits.max_connections and not _evict_one(self.connections):
+                limits.closed("refused").inc()
+                transport.write(REFUSED)
+                transport.close()
+            super().connection_made(transport)
+            if not transport.is_closing():  # idle until a request begins: the keep-alive timer
+                self.timeout_keep_alive_task = self.loop.call_later(limits.idle_s, self._idle_timeout)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.transport.is_closing():
+                return
+            if self.cycle is not self._cycle_at_start and self._header_timer is not None:
+                self._header_timer.cancel()  # the headers came in full: the app bounds the body
+                self._header_timer = None
+            if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
+                # bytes of a request whose headers are not complete yet
+                self._cycle_at_start = self.cycle
+                self._header_timer = self.loop.call_later(limits.read_s, self._read_timeout)
+
+        def on_response_complete(self) -> None:
+            self._idle_since = time.monotonic()
+            super().on_response_complete()
+            if self.timeout_keep_alive_task is not None:  # uvicorn's own handler does not count
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = self.loop.call_later(limits.idle_s, self._idle_timeout)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+        @property
+        def idle(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _idle_timeout(self) -> None:
+            if not self.transport.is_closing():
+                limits.closed("idle").inc()
+                self.transport.close()
+
+        def _read_timeout(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                limits.closed("read_timeout").inc()
+                self.transport.close()
+
+        def evict(self) -> None:
+            limits.closed("evicted").inc()
+            self._unset_keepalive_if_required()
+            self.transport.close()
+
+    return Guarded
+
+
+def _open(connections: set[Any]) -> int:
+    """Connections not closing (a closed one stays in the set until the loop tells it so)."""
+    return sum(1 for c in connections if not c.transport.is_closing())
+
+
+def _evict_one(connections: set[Any]) -> bool:
+    """Close the connection idle the longest (no request in progress); False when all are busy."""
+    idle = [c for c in connections if getattr(c, "idle", False) and not c.transport.is_closing()]
+    if not idle:
+        return False
+    min(idle, key=lambda c: c._idle_since).evict()
+    return True
