@@ -57,7 +57,7 @@ def limits_for(listener: str, counter: Counter, max_connections: int, idle_s: fl
 def guarded(base: type, limits: Limits) -> type:
     """A subclass of uvicorn's protocol class ``base`` (httptools or h11) enforcing ``limits``."""
 
-    class Guarded(base):  # type: ignore[misc, valid-type]
+    class Guarded(base):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.Transport) -> None:
             self._idle_since = time.monotonic()
             self._header_timer: asyncio.TimerHandle | None = None
