@@ -29,6 +29,7 @@ from .policy_sections import (
     ToolPolicy,
 )
 from .rule_names import KNOWN_RULES, Severity
+from . import write_verbs
 
 # the names users import from here (the sections and the errors live next door)
 __all__ = [
@@ -71,6 +72,7 @@ class Policy(BaseModel):
     severity: dict[str, Severity] = {}
     rules: dict[str, bool] = {}
     custom_rules: list[str] = []  # "module:attr", each a rule callable
+    infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
 
     @field_validator("custom_rules")
     @classmethod
@@ -155,7 +157,22 @@ class Policy(BaseModel):
         return resolve
 
     def is_write(self, tool: str) -> bool:
-        return tool in self.write_tools
+        """Declared a write, or (not named here, ``infer_writes`` on) named like one: ``write_verbs.py``."""
+        return tool in self.write_tools or self.is_inferred_write(tool)
+
+    def is_inferred_write(self, tool: str) -> bool:
+        """A write only by its name: the policy does not name it, and its name starts with a write verb."""
+        return self.infer_writes and tool not in self.tools and write_verbs.is_inferred_write(tool)
+
+    @functools.cached_property
+    def in_force(self) -> str:
+        """What decides which tools write, in words (serve's start line, ``init``)."""
+        declared = len(self.write_tools)
+        if not self.infer_writes:
+            return f"{declared} write tools declared; no writes inferred (infer_writes: false)"
+        if not self.tools:
+            return "no policy: writes inferred from tool names"
+        return f"{declared} write tools declared; other writes inferred from tool names"
 
     def budget_for(self, agent: str) -> Budget:
         return self._budgets(agent)

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files to replay, in order (- for standard input)")
-    p.add_argument("--policy", required=True, help="policy YAML")
+    p.add_argument("--policy", help="policy YAML (default: none, writes inferred from tool names)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
     p.add_argument("--allow-empty", action="store_true",
@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        policy = Policy.from_file(args.policy)
+        policy = Policy.from_file(args.policy) if args.policy else Policy()
     except PolicyError as exc:
         print(exc, file=sys.stderr)
         return 2
