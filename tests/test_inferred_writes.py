@@ -97,3 +97,41 @@ def test_replay_finds_an_inferred_duplicate_with_no_policy(tmp_path: Path, capsy
     assert "duplicate_write" in out
     # warnings only: nothing the policy declared, so no critical finding and exit 0
     assert (code, "CRITICAL duplicate_write" in out) == (0, False)
+
+
+def test_serve_with_no_policy_names_it_and_finds_the_inferred_duplicate() -> None:
+    """serve's start line names the policy in force; the duplicate claim is in /metrics and in the log."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from serve_support import scrape, serve_process, total, wait_until
+
+    with serve_process("--grace", "0.1") as (proc, info):
+        assert info["policy"] == "no policy: writes inferred from tool names"
+        provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
+            endpoint=f"http://127.0.0.1:{info['http_port']}/v1/traces")))
+        tracer = provider.get_tracer("test")
+        with tracer.start_as_current_span("invoke_agent support", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
+            for tool, args in [("lookup_order", '{"order_id": "1"}'), ("lookup_order", '{"order_id": "1"}'),
+                               ("create_claim", '{"order_id": "1"}'), ("create_claim", '{"order_id": "1"}')]:
+                with tracer.start_as_current_span(f"execute_tool {tool}", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                        "gen_ai.tool.call.arguments": args}):
+                    pass
+        provider.shutdown()
+        port = info["metrics_port"]
+        wait_until(lambda: total(scrape(port), "agenteval_violations_total") >= 1, what="the duplicate write")
+        s = scrape(port)
+        assert total(s, "agenteval_violations_total", rule="duplicate_write", tool="create_claim",
+                     severity="warning") == 1
+        assert total(s, "agenteval_violations_total") == 1  # the repeated lookup is no finding
+        proc.send_signal(__import__("signal").SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    logged = out + err
+    assert '"policy": "no policy: writes inferred from tool names"' in err
+    assert "agenteval.inferred_write: create_claim is treated as a write" in logged
+    assert "lookup_order is treated" not in logged
+    assert "agenteval.violation: create_claim called again" in logged
