@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from . import write_verbs
 from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
 from .policy_sections import (
     DEFAULT_AFFIRM,
@@ -29,7 +30,6 @@ from .policy_sections import (
     ToolPolicy,
 )
 from .rule_names import KNOWN_RULES, Severity
-from . import write_verbs
 
 # the names users import from here (the sections and the errors live next door)
 __all__ = [

@@ -15,15 +15,18 @@ from typing import Final
 # The verbs a write tool's name starts with. Only whole words count: ``settings_get`` and
 # ``address_lookup`` are reads. Words that start reads as often as writes (file, order, open,
 # email, log, record, run, execute, start) are left out: declare those tools in the policy.
-WRITE_VERBS: Final = frozenset("""
-    accept activate add append apply approve archive assign attach ban block book buy cancel charge
-    checkout close commit confirm create deactivate debit decline delete deny deploy deposit destroy
-    detach disable downgrade drop edit enable enroll escalate grant import insert invite issue kill
-    mark merge modify move notify patch pay place post publish purchase purge push put refund register
-    reject remove rename renew replace reply reschedule reserve reset restore revoke rollback save
-    schedule sell send set settle share ship sign submit subscribe suspend terminate transfer trigger
-    truncate unblock unsubscribe update upgrade upload upsert void wipe withdraw write
-""".split())
+WRITE_VERBS: Final = frozenset((
+    "accept", "activate", "add", "append", "apply", "approve", "archive", "assign", "attach", "ban", "block",
+    "book", "buy", "cancel", "charge", "checkout", "close", "commit", "confirm", "create", "deactivate",
+    "debit", "decline", "delete", "deny", "deploy", "deposit", "destroy", "detach", "disable", "downgrade",
+    "drop", "edit", "enable", "enroll", "escalate", "grant", "import", "insert", "invite", "issue", "kill",
+    "mark", "merge", "modify", "move", "notify", "patch", "pay", "place", "post", "publish", "purchase",
+    "purge", "push", "put", "refund", "register", "reject", "remove", "rename", "renew", "replace", "reply",
+    "reschedule", "reserve", "reset", "restore", "revoke", "rollback", "save", "schedule", "sell", "send",
+    "set", "settle", "share", "ship", "sign", "submit", "subscribe", "suspend", "terminate", "transfer",
+    "trigger", "truncate", "unblock", "unsubscribe", "update", "upgrade", "upload", "upsert", "void", "wipe",
+    "withdraw", "write",
+))
 
 MAX_NAMES: Final = 4096  # names decided and remembered (beyond it, decided again: a regex, no growth)
 
