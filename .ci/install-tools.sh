@@ -9,7 +9,8 @@
 set -euo pipefail
 
 have_tools() {
-  command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1
+  command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 \
+    && command -v curl >/dev/null 2>&1  # curl: the README's quick start, run by tests/test_docs_snippets.py
 }
 
 if have_tools; then
@@ -56,7 +57,7 @@ retry() {
 }
 
 retry apt-get update -q >/dev/null
-retry apt-get install -y -q --no-install-recommends prometheus chromium >/dev/null
+retry apt-get install -y -q --no-install-recommends prometheus chromium curl >/dev/null
 
 # Belt and braces: if a service manager started it anyway, stop and disable it.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
