@@ -11,6 +11,7 @@ The violation is logged as it is found; then ``/metrics`` is served until Ctrl-C
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 
@@ -46,7 +47,5 @@ with tracer.start_as_current_span("invoke_agent support", attributes={
 
 server = serve(args.port)
 print(f"metrics on {server.url}; Ctrl-C to stop", flush=True)
-try:
+with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop quietly
     time.sleep(args.seconds)
-except KeyboardInterrupt:
-    pass
