@@ -6,22 +6,37 @@ BIN     = $(VENV)/bin
 COMPILED = $(VENV)/.compiled
 SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py otel_agenteval/*/*.c otel_agenteval/*/*.h) setup.py
 
-.PHONY: demo test test-pure test-frameworks build bench dashboards lint clean
+.PHONY: demo test test-pure test-frameworks first-hour build bench dashboards lint clean
 
+# Each step says what it does; the compile says how long it took. The package installs as plain
+# Python first (seconds), then the per-span modules are compiled in place with mypyc (minutes):
+# OTEL_AGENTEVAL_PURE_PYTHON=1 make demo skips the compile.
 $(BIN)/python:
+	@echo "make: creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.core: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
-	touch $@ $(COMPILED)
+	@echo "make: installing the package and its dependencies into $(VENV) (plain Python, then compiled)"
+	OTEL_AGENTEVAL_PURE_PYTHON=1 $(BIN)/pip install -q -e . 'mypy==2.4.1' 'setuptools>=77'
+	rm -f $(COMPILED)
+	touch $@
 
 $(VENV)/.test: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[test,dashboards]'
-	touch $@ $(COMPILED)
+	@echo "make: installing the package with its test extras into $(VENV) (plain Python, then compiled)"
+	OTEL_AGENTEVAL_PURE_PYTHON=1 $(BIN)/pip install -q -e '.[test,dashboards]' 'setuptools>=77'
+	rm -f $(COMPILED)
+	touch $@
 
 $(COMPILED): $(SOURCES)
-	$(BIN)/python setup.py -q build_ext --inplace --force
+	@if [ -n "$$OTEL_AGENTEVAL_PURE_PYTHON" ] && [ "$$OTEL_AGENTEVAL_PURE_PYTHON" != 0 ]; then \
+	  echo "make: OTEL_AGENTEVAL_PURE_PYTHON is set: plain Python, nothing to compile"; \
+	else \
+	  echo "make: compiling the per-span modules with mypyc (a few minutes on two cores)"; \
+	  start=$$(date +%s); \
+	  $(BIN)/python setup.py -q build_ext --inplace --force && \
+	  echo "make: compiled in $$(( $$(date +%s) - start )) s"; \
+	fi
 	touch $@
 
 build: $(VENV)/.test $(COMPILED)
@@ -35,6 +50,11 @@ test: $(VENV)/.test $(COMPILED)
 	OTEL_AGENTEVAL_EXPECT_BUILD="compiled (mypyc)" $(BIN)/python -m pytest $(PYTEST_ARGS)
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
 	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
+	bash .ci/first-hour.sh
+
+# the README's install line and quick start from a copy of the clone; the sdist and wheel in fresh venvs
+first-hour:
+	bash .ci/first-hour.sh
 
 test-pure: $(VENV)/.test
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
