@@ -8,35 +8,32 @@ SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py otel_agenteval/*
 
 .PHONY: demo test test-pure test-frameworks first-hour build bench dashboards lint clean
 
-# Each step says what it does; the compile says how long it took. The package installs as plain
-# Python first (seconds), then the per-span modules are compiled in place with mypyc (minutes):
-# OTEL_AGENTEVAL_PURE_PYTHON=1 make demo skips the compile.
+# Each step says what it does. Installing compiles the per-span modules with mypyc (minutes on two
+# cores): pip's verbose output is kept in $(VENV)/install.log and only setup.py's progress lines
+# (what it compiles, how long it took) are shown. OTEL_AGENTEVAL_PURE_PYTHON=1 make demo: plain
+# Python, seconds.
+SHELL := bash
+INSTALL_PROGRESS = 2>&1 | tee $(VENV)/install.log | { grep --line-buffered -o 'otel-agenteval build: .*' || true; }
+
 $(BIN)/python:
 	@echo "make: creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.core: $(BIN)/python pyproject.toml
-	@echo "make: installing the package and its dependencies into $(VENV) (plain Python, then compiled)"
-	OTEL_AGENTEVAL_PURE_PYTHON=1 $(BIN)/pip install -q -e . 'mypy==2.4.1' 'setuptools>=77'
-	rm -f $(COMPILED)
-	touch $@
+	@echo "make: installing the package and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@set -o pipefail; $(BIN)/pip install -v -e . 'setuptools>=77' 'mypy==2.4.1' $(INSTALL_PROGRESS) || { tail -30 $(VENV)/install.log; exit 1; }
+	touch $@ $(COMPILED)
 
 $(VENV)/.test: $(BIN)/python pyproject.toml
-	@echo "make: installing the package with its test extras into $(VENV) (plain Python, then compiled)"
-	OTEL_AGENTEVAL_PURE_PYTHON=1 $(BIN)/pip install -q -e '.[test,dashboards]' 'setuptools>=77'
-	rm -f $(COMPILED)
-	touch $@
+	@echo "make: installing the package with its test extras into $(VENV) (log: $(VENV)/install.log)"
+	@set -o pipefail; $(BIN)/pip install -v -e '.[test,dashboards]' $(INSTALL_PROGRESS) \
+	  || { tail -30 $(VENV)/install.log; exit 1; }
+	touch $@ $(COMPILED)
 
 $(COMPILED): $(SOURCES)
-	@if [ -n "$$OTEL_AGENTEVAL_PURE_PYTHON" ] && [ "$$OTEL_AGENTEVAL_PURE_PYTHON" != 0 ]; then \
-	  echo "make: OTEL_AGENTEVAL_PURE_PYTHON is set: plain Python, nothing to compile"; \
-	else \
-	  echo "make: compiling the per-span modules with mypyc (a few minutes on two cores)"; \
-	  start=$$(date +%s); \
-	  $(BIN)/python setup.py -q build_ext --inplace --force && \
-	  echo "make: compiled in $$(( $$(date +%s) - start )) s"; \
-	fi
+	@echo "make: sources changed since the last compile: compiling in place"
+	$(BIN)/python setup.py -q build_ext --inplace --force
 	touch $@
 
 build: $(VENV)/.test $(COMPILED)

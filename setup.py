@@ -69,7 +69,18 @@ def plain_python(reason: str) -> list:
     return []
 
 
+METADATA_COMMANDS = {"egg_info", "dist_info", "sdist"}  # pip's metadata steps: nothing is compiled for them
+
+
+def metadata_only() -> bool:
+    """Whether this run of setup.py only writes metadata or an sdist (mypyc would run for nothing)."""
+    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+    return bool(commands) and commands[0] in METADATA_COMMANDS
+
+
 def compiled_extensions() -> list:
+    if metadata_only():
+        return []
     if os.environ.get("OTEL_AGENTEVAL_PURE_PYTHON", "") not in ("", "0"):
         return plain_python("OTEL_AGENTEVAL_PURE_PYTHON is set")
     try:
