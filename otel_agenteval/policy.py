@@ -161,8 +161,10 @@ class Policy(BaseModel):
         return tool in self.write_tools or self.is_inferred_write(tool)
 
     def is_inferred_write(self, tool: str) -> bool:
-        """A write only by its name: the policy does not name it, and its name starts with a write verb."""
-        return self.infer_writes and tool not in self.tools and write_verbs.is_inferred_write(tool)
+        """A write only by its name: the policy names it neither a tool nor a confirmation tool, and its
+        name starts with a write verb."""
+        return (self.infer_writes and tool not in self.tools and write_verbs.is_inferred_write(tool)
+                and tool not in self.confirmation.tools)
 
     @functools.cached_property
     def in_force(self) -> str:

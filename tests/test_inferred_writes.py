@@ -66,6 +66,11 @@ def test_infer_writes_false_turns_it_off(make_processor: Any) -> None:
     assert h.violations == []
 
 
+def test_a_confirmation_tool_is_not_an_inferred_write() -> None:
+    policy = Policy.from_yaml("confirmation: {tools: [confirm_with_user]}")
+    assert (policy.is_write("confirm_with_user"), policy.is_write("confirm_order")) == (False, True)
+
+
 def test_policy_in_force_in_words() -> None:
     assert Policy().in_force == "no policy: writes inferred from tool names"
     assert Policy.from_yaml("tools: {a: {write: true}}").in_force == (
