@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import structlog
-from structlog.testing import capture_logs
+import structlog.testing
 
-from otel_agenteval import Policy
+from otel_agenteval import Policy, dispatch
 from otel_agenteval.cli import main
 from otel_agenteval.dispatch import MAX_INFERRED_LOGGED
 from otel_agenteval.write_verbs import first_word, is_inferred_write
@@ -77,15 +77,19 @@ def test_policy_in_force_in_words() -> None:
         "1 write tools declared; other writes inferred from tool names")
 
 
-def test_inferred_write_tools_are_logged_once_each_and_bounded(make_processor: Any) -> None:
+def test_inferred_write_tools_are_logged_once_each_and_bounded(make_processor: Any, monkeypatch: Any) -> None:
+    # the dispatcher's logger, captured directly: CLI commands run in-process elsewhere configure
+    # structlog globally (cached, filtered), so structlog.testing.capture_logs() is not reliable here
+    captured = structlog.testing.CapturingLogger()
+    monkeypatch.setattr(dispatch, "log", captured)
     h = make_processor()
-    with capture_logs() as logs:
-        for i in range(MAX_INFERRED_LOGGED + 10):
-            h.run("support", [(f"create_thing{i}", {"n": 1}), ("create_thing0", {"n": 2}), ("lookup", {})])
-    lines = [e["event"] for e in logs if e["event"].startswith("agenteval.inferred_write")]
+    for i in range(MAX_INFERRED_LOGGED + 10):
+        h.run("support", [(f"create_thing{i}", {"n": 1}), ("create_thing0", {"n": 2}), ("lookup", {})])
+    lines = [c.args[0] for c in captured.calls if c.args[0].startswith("agenteval.inferred_write")]
     assert len(lines) == MAX_INFERRED_LOGGED + 1
     assert lines[0].startswith("agenteval.inferred_write: create_thing0 is treated as a write")
     assert lines[-1].startswith(f"agenteval.inferred_write: more than {MAX_INFERRED_LOGGED} tools")
+    assert captured.calls[0].kwargs == {"tool": "create_thing0"}
 
 
 def test_replay_finds_an_inferred_duplicate_with_no_policy(tmp_path: Path, capsys: Any) -> None:
