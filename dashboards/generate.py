@@ -207,7 +207,15 @@ def overview() -> dash.Dashboard:
                      .sort_by([common_b.TableSortByFieldState().display_name("violations").desc(True)]))
          .with_panel(ts("Budget breaches/s", "Runs exceeding a budget, by budget and agent.", "short",
                         q(f"sum by (budget, agent_name) (rate(agenteval_budget_breaches_total{_sel()}[{RI}]))",
-                          "{{budget}} · {{agent_name}}"), w=24, h=7)))
+                          "{{budget}} · {{agent_name}}"), w=24, h=7))
+         .with_panel(ts("Blocked tool calls/s",
+                        "Tool calls the guard stopped before they ran, by rule and tool (not violations: they did "
+                        "not happen); and, in mode observe, the calls it would have stopped.", "short",
+                        q(f'sum by (decision, rule, tool, agent_name) ('
+                          f'label_replace(rate(agenteval_blocked_actions_total{_sel()}[{RI}]), "decision", "blocked", "", "")'
+                          f' or label_replace(rate(agenteval_guard_would_block_total{_sel()}[{RI}]), "decision", '
+                          f'"would block", "", ""))', "{{decision}} {{rule}} {{tool}} · {{agent_name}}"),
+                        w=24, h=7)))
 
     # --- tools ----------------------------------------------------------------------------------------
     calls = "agenteval_tool_calls_total"

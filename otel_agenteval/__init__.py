@@ -1,6 +1,8 @@
 """otel-agenteval: trajectory checks and metrics for AI agents, as an OpenTelemetry span processor."""
 
 from .confirmations import record_confirmation
+from .decision import ActionBlocked, Decision
+from .guard import Guard
 from .policy import Policy, PolicyError
 from .processor import TrajectoryProcessor
 from .rules import Check, Finish, Rule
@@ -10,8 +12,11 @@ from .violation import Violation
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActionBlocked",
     "Check",
+    "Decision",
     "Finish",
+    "Guard",
     "LLMCall",
     "Policy",
     "PolicyError",

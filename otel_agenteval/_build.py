@@ -28,6 +28,8 @@ COMPILED_MODULES = (
     "blindspots",
     "_series",
     "confirmations",
+    "guard",
+    "guard_holds",
     "recovery",
     "_semconv",
     "replay.feed",

@@ -15,6 +15,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+from .guard import Guard
+
 MODELS = ("gpt-4o", "gpt-4o-mini")
 
 DEMO_POLICY: dict[str, Any] = {
@@ -34,6 +36,7 @@ DEMO_POLICY: dict[str, Any] = {
         "gpt-4o-mini": {"input_per_mtok": 0.15, "output_per_mtok": 0.60},
     },
     "outcome": {"success_when": ["create_claim", "issue_refund", "update_address"]},
+    "guard": {"mode": "observe"},  # every call asked of the guard first; counted, nothing stopped
 }
 
 
@@ -54,8 +57,9 @@ class ToolFailure(Exception):
 class SupportWorld:
     """Drives one run at a time through a tracer; every choice comes from ``rng``."""
 
-    def __init__(self, tracer: trace.Tracer, rng: random.Random, start_ns: int) -> None:
+    def __init__(self, tracer: trace.Tracer, rng: random.Random, start_ns: int, guard: Guard | None = None) -> None:
         self.tracer = tracer
+        self.guard = guard  # asked before each tool call (the built-in policy: mode observe)
         self.rng = rng
         self.clock = start_ns
         self.conversations: list[tuple[str, str, dict[str, Any]]] = []  # (id, intent, write args)
@@ -88,6 +92,9 @@ class SupportWorld:
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.type": "function",
             "gen_ai.tool.call.id": f"call_{self.n}", "gen_ai.agent.name": agent, "gen_ai.conversation.id": conv,
             "gen_ai.tool.call.arguments": json.dumps(args)})
+        if self.guard is not None and not self.guard.check(name, args, context=trace.set_span_in_context(span)).allowed:
+            span.end(end_time=self._advance(0.001, 0.002))  # stopped: the tool never ran
+            return False
         if fail:
             span.set_status(Status(StatusCode.ERROR, fail))
             span.set_attribute("error.type", "ToolFailure")

@@ -24,6 +24,23 @@ from .trajectory import ToolStep, Trajectory, parse_arguments
 MAX_KEPT = 64  # confirmations kept per run or conversation; the oldest go first
 
 
+class Hold:
+    """A confirmation promised by the guard to one call that is running (see :mod:`.guard`).
+
+    ``bound``: the guard ran inside the call's own tool span, so only the step of that span
+    (``span_id``) may use it; else any step of the same call (``call_key``)."""
+
+    __slots__ = ("bound", "call_key", "span_id")
+
+    def __init__(self, span_id: int, call_key: tuple[str, str], bound: bool) -> None:
+        self.span_id = span_id
+        self.call_key = call_key
+        self.bound = bound
+
+    def admits(self, step: ToolStep) -> bool:
+        return step.span_id == self.span_id if self.bound else step.call_key == self.call_key
+
+
 @dataclass(slots=True)
 class Confirmation:
     time_ns: int
@@ -33,6 +50,7 @@ class Confirmation:
     used: bool = False
     key: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    held: Hold | None = None  # promised by the guard to a running call: no other call may use it
 
 
 def record_confirmation(tool: str | None = None, arguments: dict[str, Any] | None = None,
@@ -131,8 +149,12 @@ def _compare(policy: Policy, tool: str, arg: str, a: Any, b: Any) -> bool:
 
 
 def covers(conf: Confirmation, step: ToolStep, tp: ToolPolicy, policy: Policy) -> bool:
-    """Names this tool (or none), states only values equal to the call's, before the call."""
+    """Names this tool (or none), states only values equal to the call's, before the call;
+    unused, and not promised by the guard to another call."""
     if conf.used or conf.time_ns > step.start_ns or conf.tool not in (None, step.tool):
+        return False
+    held = conf.held
+    if held is not None and not held.admits(step):
         return False
     call = step.arguments
     wanted = tp.confirm_arguments
@@ -175,3 +197,59 @@ def used_turns(t: Trajectory) -> set[Any]:
     conv = t.conversation
     store = conv.extra if conv is not None else t.extra
     return store.setdefault("used_turns", set())  # type: ignore[no-any-return]
+
+
+def held_turns(t: Trajectory) -> dict[Any, Hold]:
+    """Chat turns (confirmations read from messages) the guard promised to running calls."""
+    conv = t.conversation
+    store = conv.extra if conv is not None else t.extra
+    return store.setdefault("held_turns", {})  # type: ignore[no-any-return]
+
+
+def covering(step: ToolStep, t: Trajectory, policy: Policy) -> Confirmation | None:
+    """The confirmation this call would use: the first kept one that covers it, else (with
+    ``from_messages``) an unused chat turn that does. Reads only: nothing is used up here."""
+    tp = policy.tools[step.tool]
+    for conf in candidates(t):
+        if covers(conf, step, tp, policy):
+            return conf
+    if policy.confirmation.from_messages:
+        mc = message_confirmation(step, t, tp, policy)
+        if mc is not None:
+            conv = t.conversation
+            store = conv.extra if conv is not None else t.extra
+            if mc.key not in store.get("used_turns", ()):
+                held = store.get("held_turns", {}).get(mc.key)
+                if held is None or held.admits(step):
+                    return mc
+    return None
+
+
+def use(conf: Confirmation, step: ToolStep, t: Trajectory) -> None:
+    """``step`` ran on ``conf``: used up if it succeeded (a failed write leaves the user's yes for
+    its retry); a promise the guard made for it is kept no longer."""
+    if conf.source == "messages":
+        if step.ok:
+            used_turns(t).add(conf.key)
+        held_turns(t).pop(conf.key, None)
+    else:
+        conf.used = step.ok
+        conf.held = None
+
+
+def hold(conf: Confirmation, promise: Hold, t: Trajectory) -> None:
+    """The guard promises ``conf`` to a call it allowed: no other call may use it meanwhile."""
+    if conf.source == "messages":
+        held_turns(t)[conf.key] = promise
+    else:
+        conf.held = promise
+
+
+def release(conf: Confirmation, promise: Hold, t: Trajectory) -> None:
+    """A promise whose call is over (or never started) is dropped, if nothing used it since."""
+    if conf.source == "messages":
+        turns = held_turns(t)
+        if turns.get(conf.key) is promise:
+            del turns[conf.key]
+    elif conf.held is promise:
+        conf.held = None

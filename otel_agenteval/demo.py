@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         stop = True
 
     old = signal.signal(signal.SIGTERM, _stop)
-    world = SupportWorld(tracer, random.Random(args.seed), time.time_ns())
+    world = SupportWorld(tracer, random.Random(args.seed), time.time_ns(), processor.guard(tracer_provider=provider))
     progress = _Progress(args.runs, enabled=not args.quiet and args.format == "table")
     done = 0
     t0 = time.monotonic()

@@ -145,9 +145,14 @@ class Engine:
             kind = OP_KIND.get(op) if op is not None else extract.classify(span, attrs)
             end_ns: int = span._end_time or 0
             counts = self._spans
+            item: Any
             if kind is TOOL:
-                item: Any = tool_steps.step_of(span, attrs, ctx, end_ns)
-                counts.tool += 1
+                if attrs.get(sc.AE_BLOCKED) is True:  # stopped by the guard: it did not run
+                    kind = item = None
+                    counts.other += 1
+                else:
+                    item = tool_steps.step_of(span, attrs, ctx, end_ns)
+                    counts.tool += 1
             elif kind is LLM:
                 item = extract.usage(attrs)
                 counts.llm += 1

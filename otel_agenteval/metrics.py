@@ -142,6 +142,7 @@ class Metrics:
         r.register(self._plain_recoveries)
         self._agents: dict[tuple[str, str], bool] = {}
         self._rows: dict[tuple[str, str, str], _Row] = {}
+        self._guard: GuardMetrics | None = None
         self._bounds = (self.steps.bounds, self.llm_calls.bounds, self.duration.bounds, self.cost.bounds)
 
     # --- per-agent children, bound once ---------------------------------------------------------
@@ -185,6 +186,14 @@ class Metrics:
             exemplar={"trace_id": trace} if len(trace) <= MAX_LABEL_LEN and trace.isascii() else None)
         if v.rule == "budget_breach":
             self.budget_breaches.labels(service, agent, safe_label(v.details.get("budget", "unknown"))).inc()
+
+    def guard(self) -> GuardMetrics:
+        """The guard's counters (guard.py), declared on first use: a monitor without a guard exports none."""
+        with self._lock:
+            g = self._guard
+            if g is None:
+                g = self._guard = GuardMetrics(self.registry, self.agent_label, self.tool_label)
+        return g
 
     def after_fork(self) -> None:
         """In a forked child: a fresh lock (the parent's may have been held at the fork)."""
@@ -268,3 +277,29 @@ class _Row:
         self.with_tool_errors = with_tool_errors
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+
+
+class GuardMetrics:
+    """What the guard decided: calls it stopped, calls it would have stopped (``mode: observe``),
+    and the times it could not decide. Labels made safe and capped like the violations'."""
+
+    def __init__(self, registry: CollectorRegistry, agent_label: AgentLabels, tool_label: ToolLabels) -> None:
+        labels = (*AGENT_LABELS, "rule", "tool")
+        self._agent_label = agent_label
+        self._tool_label = tool_label
+        self.blocked = Counter("agenteval_blocked_actions", "Tool calls the guard stopped before they ran.",
+                               labels, registry=registry)
+        self.would_block = Counter("agenteval_guard_would_block",
+                                   "Tool calls the guard would have stopped, let run (mode: observe).",
+                                   labels, registry=registry)
+        self.errors = Counter("agenteval_guard_errors",
+                              "Guard decisions it could not make, by fail closed|open (record: made, not recorded).",
+                              ("fail",), registry=registry)
+        for fail in ("closed", "open"):
+            self.errors.labels(fail)
+
+    def stopped(self, service: str, agent: str, rule: str, tool: str, blocked: bool) -> None:
+        s, a = self._agent_label(service, agent)
+        counter = self.blocked if blocked else self.would_block
+        counter.labels(s, a, safe_label(rule), self._tool_label(tool)).inc()
+

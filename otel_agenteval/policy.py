@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from . import write_verbs
 from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
+from .guard_policy import GuardPolicy
 from .policy_sections import (
     DEFAULT_AFFIRM,
     DEFAULT_DENY,
@@ -73,6 +74,7 @@ class Policy(BaseModel):
     rules: dict[str, bool] = {}
     custom_rules: list[str] = []  # "module:attr", each a rule callable
     infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
+    guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard.py)
 
     @field_validator("custom_rules")
     @classmethod

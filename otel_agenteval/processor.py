@@ -28,6 +28,9 @@ from .trajectory import Trajectory
 from .violation import Violation
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+    from .guard import Guard
     from .handoff import Handoff
 
 
@@ -61,6 +64,7 @@ class TrajectoryProcessor(SpanProcessor):
         self.metrics = monitor.metrics
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
+        self._guard: Guard | None = None
         self._handoff: Handoff | None = None
         if background:
             from .handoff import Handoff  # imported when asked for
@@ -126,6 +130,20 @@ class TrajectoryProcessor(SpanProcessor):
             self.engine.close()
         except Exception:
             self.engine.count_error("shutdown")
+
+    def guard(self, *, tracer_provider: TracerProvider | None = None) -> Guard:
+        """The :class:`~otel_agenteval.guard.Guard` on this processor's policy, rules and live runs
+        (one per processor: what it allowed and what is still running is shared by every caller).
+
+        ``tracer_provider``: where a stopped call with no tool span open gets a span of its own
+        (default: the global provider)."""
+        g = self._guard
+        if g is None:
+            from .guard import Guard  # imported when asked for
+
+            e = self.engine
+            g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), tracer_provider)
+        return g
 
     def stats(self) -> dict[str, Any]:
         """A copy of the processor's own counters (spans, evictions, late spans, errors)."""

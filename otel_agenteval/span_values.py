@@ -126,4 +126,7 @@ def result_text(raw: Any) -> str | None:
             return str(kwargs["content"])  # LangChain ToolMessage
         if value.get("type") == "tool" and "content" in value:
             return str(value["content"])
+        data = value.get("data")
+        if value.get("type") == "tool" and isinstance(data, dict) and "content" in data:
+            return str(data["content"])  # LangChain's message_to_dict (OpenInference's LangChain output.value)
     return raw

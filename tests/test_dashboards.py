@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import ISSUE_POLICY, Harness
+from opentelemetry import trace
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERVIEW = ROOT / "dashboards" / "agenteval-overview.json"
@@ -132,5 +133,14 @@ def test_every_metric_named_is_exported(make_processor: Any) -> None:
     h.tool(root, "create_claim", {"order_id": "1"}, at=3, error="timeout")
     h.end(root, 4)
     exported = {s.name for family in h.registry.collect() for s in family.samples}
+    # the guard's counters: one call stopped, one it would have stopped (mode observe for that tool)
+    g: Harness = make_processor(ISSUE_POLICY + "guard: {tools: {issue_refund: {mode: observe}}}\n")
+    guard = g.processor.guard(tracer_provider=g.provider)
+    root = g.agent("support")
+    for at, tool in enumerate(("create_claim", "issue_refund")):
+        g.tool(root, tool, {"order_id": "1"}, at=at + 1)
+        assert guard.check(tool, {"order_id": "1"}, context=trace.set_span_in_context(root)).would_block
+    g.end(root, 4)
+    exported |= {s.name for family in g.registry.collect() for s in family.samples}
     named = {m for _, t in _targets(_dashboard()) for m in re.findall(r"\bagenteval_\w+", t["expr"])}
     assert named - exported == set()

@@ -264,7 +264,7 @@ def test_kubernetes_names_ports_and_probes_agree() -> None:
     assert config == _yaml(COLLECTOR / "otelcol-kubernetes.yaml")
     dns = _lb(config)["resolver"]["dns"]
     assert dns["hostname"] == "agenteval-serve-headless.observability.svc.cluster.local"
-    assert dns["port"] == args.grpc_port
+    assert dns["port"] == str(args.grpc_port)  # a string: the Collector refuses an int (tests/test_collector.py)
     collector = docs[("Deployment", "otel-collector")]["spec"]["template"]["spec"]
     assert collector["volumes"][0]["configMap"]["name"] == "otel-collector-config"
     secret_refs = {e["valueFrom"]["secretKeyRef"]["name"] for c in (container, collector["containers"][0])

@@ -64,6 +64,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a request body must arrive within this long (408 past it; default %(default)s)")
     b.add_argument("--retry-after", type=int, default=_D.retry_after_s, metavar="SECONDS",
                    help="retry delay given to throttled clients (Retry-After, RetryInfo; default %(default)s)")
+    w = p.add_argument_group("durability (docs/serve.md#durability)")
+    w.add_argument("--wal-dir", metavar="DIR",
+                   help="write-ahead log: every request is synced here before it is acknowledged, and the runs "
+                        "open at a crash are rebuilt from it at start (default: none, a crash loses open runs)")
+    w.add_argument("--wal-sync", type=float, default=_D.wal_sync_s, metavar="SECONDS",
+                   help="group sync interval: at most one fsync per interval, each acknowledgement waits for its "
+                        "group's (default %(default)s)")
+    w.add_argument("--wal-max-bytes", type=int, default=_D.wal_max_bytes,
+                   help="bound of the log on disk; past it (or on a full disk) requests are refused with 429 / "
+                        "RESOURCE_EXHAUSTED (default %(default)s)")
     s = p.add_argument_group("security")
     s.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer <token>', token read from FILE")
     s.add_argument("--token-env", metavar="VAR", help="the same, token read from environment variable VAR")
@@ -87,7 +97,8 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         max_spans_per_request=args.max_spans_per_request, body_timeout_s=args.body_timeout,
         retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env), tls_cert=args.tls_cert,
         tls_key=args.tls_key, insecure=args.insecure, grpc_workers=args.grpc_workers,
-        log_violations=not args.no_log_violations, loop=args.loop,
+        log_violations=not args.no_log_violations, loop=args.loop, wal_dir=args.wal_dir, wal_sync_s=args.wal_sync,
+        wal_max_bytes=args.wal_max_bytes,
     ).validate()
 
 
@@ -129,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"otel-agenteval serve: {exc}", file=sys.stderr)
         return 2
+    if receiver.durability is not None:  # what the write-ahead log gave back, and what it cut
+        print(json.dumps(receiver.durability.summary), file=sys.stderr, flush=True)
     # this process is ours alone: what start-up loaded stays out of the cyclic GC's way, and a
     # request's thousands of short-lived objects (freed by reference counting) trigger it rarely
     gc.freeze()
@@ -147,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
                       "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
                       "tls": config.tls, "auth": config.token is not None, "malloc": allocator,
-                      "loop": receiver.loop, "gzip": inflaters(), "policy": in_force}), flush=True)
+                      "loop": receiver.loop, "gzip": inflaters(), "wal": config.wal_dir,
+                      "policy": in_force}), flush=True)
     print(json.dumps({"event": "policy", "policy": in_force}), file=sys.stderr, flush=True)
     while not stop.wait(1.0):
         pass

@@ -36,6 +36,10 @@ class ServeConfig:
     grpc_workers: int = 1  # a handler's work holds the GIL: more threads only take turns at it
     log_violations: bool = True
     loop: str = "auto"  # the HTTP listeners' event loop: auto (uvloop when installed), uvloop, asyncio
+    wal_dir: str | None = None  # write-ahead log: requests synced there before they are acknowledged
+    wal_sync_s: float = 0.02  # group sync: at most one fsync per interval; an acknowledgement waits for its group
+    wal_max_bytes: int = 1 << 30  # the log's bound; past it requests are refused (429 / RESOURCE_EXHAUSTED)
+    wal_segment_bytes: int = 16 << 20  # a new segment file past this size
 
     def validate(self) -> ServeConfig:
         def bad(flag: str, why: str) -> ConfigError:
@@ -71,6 +75,12 @@ class ServeConfig:
             raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
         if self.loop not in LOOPS:
             raise bad("--loop", f"{self.loop!r} (one of {', '.join(LOOPS)})")
+        if not 0 <= self.wal_sync_s <= 1:
+            raise bad("--wal-sync", f"{self.wal_sync_s} (seconds, 0..1; 0 syncs each group at once)")
+        if self.wal_dir is not None and self.wal_max_bytes < 2 * self.max_body_bytes:
+            raise bad("--wal-max-bytes", f"{self.wal_max_bytes} (>= twice --max-body-bytes, {2 * self.max_body_bytes})")
+        if self.wal_dir is not None and Path(self.wal_dir).exists() and not Path(self.wal_dir).is_dir():
+            raise bad("--wal-dir", f"{self.wal_dir}: not a directory")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise bad("--tls-cert/--tls-key", "give both or neither")
         for flag, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):

@@ -27,7 +27,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .compression import TooLarge, grpc_message
 from .config import ServeConfig
 from .decoding import BadRequest, from_protobuf
-from .pipeline import CLOSED, FULL, Pipeline
+from .durability import GRPC
+from .pipeline import CLOSED, FULL, OK, Pipeline
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 MAX_IN_FLIGHT = 256  # requests received and waiting for a handler; past it grpcio refuses (RESOURCE_EXHAUSTED)
@@ -87,7 +88,8 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)")
         if spans:
-            got = self.pipeline.submit(spans)
+            logged = self.pipeline.log(spans, GRPC, b"", request)  # with --wal-dir: synced first
+            got = self.pipeline.submit(spans) if logged is None or logged.result() == OK else FULL
             if got == FULL:
                 self._refused.inc(len(spans))
                 self._requests.labels("grpc", "throttled").inc()

@@ -23,7 +23,8 @@ from prometheus_client import CollectorRegistry, make_asgi_app
 from .compression import CONTENT_ENCODINGS, TooLarge
 from .config import ServeConfig
 from .decoding import BadRequest, Decoded, from_json, from_protobuf
-from .pipeline import CLOSED, FULL, Pipeline
+from .durability import HTTP_JSON, HTTP_PROTOBUF
+from .pipeline import CLOSED, FULL, OK, Pipeline
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -86,7 +87,8 @@ class OtlpHttpApp:
             inflater = CONTENT_ENCODINGS[encoding]
             body = raw if inflater is None else inflater(raw, self.config.max_body_bytes)
             decoded = from_json(body) if json_body else from_protobuf(body)
-            response = self._enqueue(decoded)
+            logged = self.pipeline.log(decoded.spans, HTTP_JSON if json_body else HTTP_PROTOBUF, encoding, raw)
+            response = self._enqueue(decoded, OK if logged is None else await asyncio.wrap_future(logged))
         except _Refused as r:
             self._requests.labels("http", r.result).inc()
             await _send(send, r.status, _status_body(r.status, str(r), json_body), json_body, r.headers)
@@ -119,14 +121,14 @@ class OtlpHttpApp:
             raise _Refused(408, f"body not received within {self.config.body_timeout_s}s (--body-timeout)",
                            "timeout") from None
 
-    def _enqueue(self, decoded: Decoded) -> ExportTraceServiceResponse | None:
+    def _enqueue(self, decoded: Decoded, logged: str = OK) -> ExportTraceServiceResponse | None:
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:
             raise _Refused(413, f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)",
                            "too_large")
         if spans:
-            got = self.pipeline.submit(spans)
+            got = self.pipeline.submit(spans) if logged == OK else FULL  # not in the write-ahead log: refused
             if got == FULL:
                 self._refused.inc(len(spans))
                 raise _Refused(429, "ingest queue is full: retry later", "throttled",

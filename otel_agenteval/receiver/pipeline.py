@@ -21,8 +21,10 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -39,6 +41,17 @@ log = logging.getLogger("otel_agenteval.serve")
 OK, FULL, CLOSED = "ok", "full", "closed"
 TICK_S = 0.05  # how often the feeder thread looks at the clock
 LISTENER_SHARE = 2  # a listener plays up to this many times the spans it submitted
+
+
+class RequestLog(Protocol):
+    """The write-ahead log as the pipeline uses it (:class:`.durability.Durability`)."""
+
+    def log_request(self, spans: list[RecordedSpan], source: int, encoding: bytes,
+                    body: bytes) -> Future[str] | None: ...
+
+    def tick(self) -> None: ...
+
+    def close(self, finished: bool) -> None: ...
 
 
 class IngestQueue:
@@ -138,6 +151,7 @@ class Pipeline:
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="agenteval-feeder", daemon=True)
         self.finished = threading.Event()
+        self.wal: RequestLog | None = None  # serve --wal-dir: requests logged before acknowledged
 
     def _stats(self) -> dict[str, Any]:
         s = self.engine.stats
@@ -156,6 +170,19 @@ class Pipeline:
         if self._thread.is_alive():
             self._thread.join(timeout)
         return self.finished.is_set()
+
+    def log(self, spans: list[RecordedSpan], source: int, encoding: bytes, body: bytes) -> Future[str] | None:
+        """With ``--wal-dir``: log a request as received before :meth:`submit`; the future is
+        ``OK`` once it is synced, else the refusal. None without a log (or spans)."""
+        if self.wal is None or not spans:
+            return None
+        return self.wal.log_request(spans, source, encoding, body)
+
+    @contextmanager
+    def still(self) -> Iterator[None]:
+        """No thread feeds the engine while the block runs (a scrape with ``--wal-dir``)."""
+        with self._turn:
+            yield
 
     def submit(self, batch: list[RecordedSpan]) -> str:
         """Queue a listener's batch (``OK``, ``FULL`` or ``CLOSED``); then feed the engine on this
@@ -198,15 +225,22 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
+            if self.wal is not None:
+                with self._turn:
+                    self.wal.tick()
+        finished = False
         with self._turn:
             try:
                 while (batch := self.queue.take()) is not None:
                     self.feeder.hold(batch)
                 self.feeder.close_held()
+                finished = True
             except Exception:
                 log.exception("agenteval serve: error while finalising at shutdown")
                 self.counters.errors.labels("shutdown").inc()
             self._count_traces()
+        if self.wal is not None:
+            self.wal.close(finished)  # everything played: the log is no longer needed
         self.finished.set()
 
     def _count_traces(self) -> None:

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from ..policy import Policy
 from . import eventloop
 from .config import ServeConfig
+from .durability import Durability, DurableRegistry
 from .otlp_grpc import start_grpc
 from .otlp_http import OpsApp, OtlpHttpApp
 from .pipeline import Pipeline
@@ -65,6 +66,9 @@ class Receiver:
         self.pipeline = Pipeline(self.policy, self.registry, queue_spans=config.queue_spans, grace_s=config.grace_s,
                                  idle_s=config.idle_s, max_held_spans=config.max_held_spans,
                                  log_violations=config.log_violations, **pipeline_kwargs)
+        self.durability: Durability | None = None
+        if config.wal_dir is not None:  # raises ConfigError when another process has the directory
+            self.durability = self.pipeline.wal = Durability(self.pipeline, config, self.registry)
         self.ports = Ports()
         self._grpc: Any = None
         self._otlp_server: uvicorn.Server | None = None
@@ -97,10 +101,13 @@ class Receiver:
     def start(self) -> Receiver:
         cfg = self.config
         sockets: list[tuple[uvicorn.Server, socket.socket]] = []
+        if self.durability is not None:  # before any listener: the open runs it held, held again
+            self.durability.recover()
+        scraped = self.registry if self.durability is None else DurableRegistry(self.registry, self.durability)
         try:
             ops_sock = _bind(cfg.addr, cfg.metrics_port)
             self.ports.metrics = ops_sock.getsockname()[1]
-            self._ops_server = self._uvicorn(OpsApp(self.registry, self.problems))
+            self._ops_server = self._uvicorn(OpsApp(scraped, self.problems))
             sockets.append((self._ops_server, ops_sock))
             if cfg.http_port >= 0:
                 http_sock = _bind(cfg.addr, cfg.http_port)

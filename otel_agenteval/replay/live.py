@@ -45,7 +45,7 @@ class _Held:
 
 class LiveFeeder:
     __slots__ = ("_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_max", "_played", "_size", "_traces",
-                 "completed", "duplicates", "stats")
+                 "completed", "duplicates", "played_ids", "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000, *, clock: Callable[[], float] = time.monotonic,
                  grace_s: float = 5.0, idle_s: float = 60.0) -> None:
@@ -66,6 +66,7 @@ class LiveFeeder:
         self._due: deque[_Held] = deque()
         self.completed = {"root_end": 0, "idle_timeout": 0, "capacity": 0, "shutdown": 0}
         self.duplicates = 0
+        self.played_ids: list[int] | None = None  # given a list (serve --wal-dir): each played trace id
 
     @property
     def held_spans(self) -> int:
@@ -74,6 +75,15 @@ class LiveFeeder:
     @property
     def held_traces(self) -> int:
         return len(self._traces)
+
+    def holds(self, tid: int) -> bool:
+        """Whether spans of trace ``tid`` are held (not yet played)."""
+        return tid in self._traces
+
+    def mark_played(self, tids: Iterable[int]) -> None:
+        """Take these traces as played (recovered from a log): their spans from now on are late."""
+        for tid in tids:
+            remember(self._played, tid)
 
     def hold(self, spans: Iterable[RecordedSpan]) -> None:
         """Hold spans (any order, any batch) until their trace is due; see :meth:`tick`."""
@@ -161,6 +171,8 @@ class LiveFeeder:
         self._size -= len(spans)
         self.completed[reason] += 1
         remember(self._played, h.tid)
+        if self.played_ids is not None:
+            self.played_ids.append(h.tid)
         self._play_trace(spans)
         if self._engine.open_trajectories:  # no root came for them: incomplete
             self._engine.finalise_all(_LEFT_OPEN[reason])

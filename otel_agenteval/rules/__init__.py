@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..rule_names import EMITTED_BY, KNOWN_RULES
 from .budgets import budget_breach
-from .check import ALL_EVENTS, Check, Event, Finish, Rule, applies_to
+from .check import ALL_EVENTS, Check, Event, Finish, Preview, Rule, applies_to
 from .confirmation import unauthorized_action, write_without_confirmation
 from .grounding import ungrounded_argument
 from .scope import conditional_forbidden, ordering_violation, scope_violation
@@ -28,4 +28,4 @@ def builtin_rules() -> dict[str, Rule]:
     }
 
 
-__all__ = ["ALL_EVENTS", "EMITTED_BY", "KNOWN_RULES", "Check", "Event", "Finish", "Rule", "applies_to", "builtin_rules"]
+__all__ = ["ALL_EVENTS", "EMITTED_BY", "KNOWN_RULES", "Check", "Event", "Finish", "Preview", "Rule", "applies_to", "builtin_rules"]

@@ -6,6 +6,10 @@ finalised). ``check`` is a :class:`Check`: a read-only view of the trajectory, i
 conversation and the policy, plus :meth:`Check.violation` to build a finding. A rule returns
 an iterable of violations, or ``None`` when nothing is wrong. Rules run before the engine
 records the event, so the trajectory holds only what came *before* it.
+
+The guard (:mod:`otel_agenteval.guard`) asks the same rules about a call *about to* run: then
+``check.preview`` is a :class:`Preview` and a rule must leave the run's state as it found it
+(what it would use up, it notes on the preview instead).
 """
 
 from __future__ import annotations
@@ -31,15 +35,26 @@ class Finish:
 Event = Union[ToolStep, LLMCall, Finish]
 
 
+class Preview:
+    """A hypothetical step being checked before it runs: what it would use, noted, not taken."""
+
+    __slots__ = ("confirmation", "in_flight")
+
+    def __init__(self, in_flight: frozenset[tuple[str, str]] = frozenset()) -> None:
+        self.confirmation: Any = None  # the confirmation (or chat turn) the call would use up
+        self.in_flight = in_flight  # call keys of writes allowed by the guard, still running
+
+
 class Check:
     """What a rule sees: the trajectory so far, its conversation, the policy."""
 
-    __slots__ = ("budget", "policy", "trajectory")
+    __slots__ = ("budget", "policy", "preview", "trajectory")
 
-    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget) -> None:
+    def __init__(self, trajectory: Trajectory, policy: Policy, budget: Budget, preview: Preview | None = None) -> None:
         self.trajectory = trajectory
         self.policy = policy
         self.budget = budget
+        self.preview = preview  # set when the guard asks about a call before it runs: change nothing
 
     @property
     def has_budget(self) -> bool:
@@ -83,7 +98,7 @@ ALL_EVENTS = (ToolStep, LLMCall, Finish)
 
 def applies_to(events: tuple[type, ...] = ALL_EVENTS,
                tools: Callable[[Policy], frozenset[str] | None] | None = None,
-               over_budget: bool = False, repeated_call: bool = False) -> Callable[[Rule], Rule]:
+               over_budget: bool = False, repeated_call: bool = False, guard: bool = False) -> Callable[[Rule], Rule]:
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
@@ -98,6 +113,9 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
     ``repeated_call=True`` (write tools only): call it only for a write whose normalised call
     (tool and arguments) already ran in this run or its conversation, as recorded in
     ``writes_ok``/``writes_failed``. The engine looks the call up inline.
+
+    ``guard=True``: the guard may ask it about a tool call before the call runs (``check.preview``
+    set): it then reads the state and changes nothing, and its findings block the call.
     """
 
     def mark(rule: Rule) -> Rule:
@@ -105,6 +123,7 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
         rule.agenteval_tools = tools  # type: ignore[attr-defined]
         rule.agenteval_over_budget = over_budget  # type: ignore[attr-defined]
         rule.agenteval_repeated_call = repeated_call  # type: ignore[attr-defined]
+        rule.agenteval_guard = guard  # type: ignore[attr-defined]
         return rule
 
     return mark

@@ -13,7 +13,8 @@ from .check import Check, Event, applies_to
 _REGEX: dict[str, re.Pattern[str]] = {}
 
 
-@applies_to((ToolStep,), lambda p: None if any(a.allowed_tools is not None for a in p.agents.values()) else frozenset())
+@applies_to((ToolStep,), lambda p: None if any(a.allowed_tools is not None for a in p.agents.values()) else frozenset(),
+            guard=True)
 def scope_violation(event: Event, check: Check) -> list[Violation] | None:
     """A tool not in the agent's ``allowed_tools`` (an agent's own list, else ``"*"``'s)."""
     if not isinstance(event, ToolStep):
@@ -29,7 +30,7 @@ def _succeeded_before(check: Check, tool: str, start_ns: int) -> list[ToolStep]:
     return [s for s in check.trajectory.steps if s.tool == tool and s.ok and s.end_ns <= start_ns]
 
 
-@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.requires_before))
+@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.requires_before), guard=True)
 def ordering_violation(event: Event, check: Check) -> list[Violation] | None:
     """A tool ran before every tool in its ``requires_before`` had succeeded earlier in the run."""
     if not isinstance(event, ToolStep):
@@ -37,14 +38,15 @@ def ordering_violation(event: Event, check: Check) -> list[Violation] | None:
     tp = check.policy.tools.get(event.tool)
     if tp is None or not tp.requires_before:
         return None
-    missing = [r for r in tp.requires_before if not _succeeded_before(check, r, event.start_ns)]
+    steps, start = check.trajectory.steps, event.start_ns
+    missing = [r for r in tp.requires_before if not any(s.tool == r and s.ok and s.end_ns <= start for s in steps)]
     if not missing:
         return None
     return [check.violation("ordering_violation", "critical",
                             f"{event.tool} ran before {', '.join(missing)} had succeeded", event, missing=missing)]
 
 
-@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.forbidden_if))
+@applies_to((ToolStep,), lambda p: frozenset(n for n, t in p.tools.items() if t.forbidden_if), guard=True)
 def conditional_forbidden(event: Event, check: Check) -> list[Violation] | None:
     """``forbidden_if``: after a matching result of another tool, or on another subject than the caller's."""
     if not isinstance(event, ToolStep):

@@ -7,7 +7,7 @@ from ..violation import Violation
 from .check import Check, Event, applies_to
 
 
-@applies_to((ToolStep,), lambda p: None if p.infer_writes else p.write_tools, repeated_call=True)
+@applies_to((ToolStep,), lambda p: None if p.infer_writes else p.write_tools, repeated_call=True, guard=True)
 def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
     """A write tool called again with identical normalised arguments in one conversation.
 
@@ -35,6 +35,11 @@ def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
                 first_trace_id=first,
             )
         ]
+    preview = check.preview
+    if preview is not None and key in preview.in_flight:  # the guard allowed the same call, still running
+        return [check.violation("duplicate_write", "critical",
+                                f"{event.tool} called again with identical arguments while that call is still running",
+                                event, first_trace_id=t.trace_hex)]
     failed = t.writes_failed.get(key) or (conv.writes_failed.get(key) if conv is not None else None)
     if failed is not None:
         return [

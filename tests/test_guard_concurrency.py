@@ -1,0 +1,130 @@
+"""32 conversations guarded at once, from threads and from asyncio tasks: every decision exact,
+including two identical writes (or two refunds on one yes) racing inside one run."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from conftest import Harness
+from guard_support import GUARD_POLICY, call
+from opentelemetry import trace
+from opentelemetry.sdk.trace import Span
+
+from otel_agenteval import Guard
+
+Make = Callable[..., Harness]
+N = 32
+
+# each conversation: (tool, arguments, result) in order, and whether the guard lets it run
+def conversation(i: int) -> list[tuple[str, dict[str, Any], str | None, bool]]:
+    claim = {"order_id": f"o-{i}", "reason": "damaged"}
+    return [
+        ("lookup_order", {"order_id": f"o-{i}"}, "{}", True),
+        ("create_claim", claim, "{}", True),
+        ("create_claim", claim, "{}", False),
+        ("issue_refund", {"order_id": f"o-{i}", "amount": i}, "ok", False),
+        ("ask_user_confirmation", {"tool": "issue_refund", "amount": i}, '{"confirmed": true}', True),
+        ("issue_refund", {"order_id": f"o-{i}", "amount": i + 1}, "ok", False),
+        ("issue_refund", {"order_id": f"o-{i}", "amount": i}, "ok", True),
+        ("issue_refund", {"order_id": f"x-{i}", "amount": i}, "ok", False),
+    ]
+
+
+def tool_span(h: Harness, root: Span, tool: str, at: float) -> Span:
+    return h.start(f"execute_tool {tool}", root, at, {"gen_ai.operation.name": "execute_tool",
+                                                     "gen_ai.tool.name": tool})
+
+
+def race(h: Harness, guard: Guard, root: Span, tool: str, args: dict[str, Any], at: float,
+         barrier: threading.Barrier, out: list[bool]) -> None:
+    span = tool_span(h, root, tool, at)
+    with trace.use_span(span, end_on_exit=False):
+        barrier.wait(timeout=10)
+        d = guard.check(tool, args)
+    barrier.wait(timeout=10)  # both decided while both calls are still running
+    out.append(d.allowed)
+    h.end(span, at + 0.5, {"gen_ai.tool.call.arguments": str(args)})
+
+
+def test_threads(make_processor: Make) -> None:
+    h = make_processor(GUARD_POLICY)
+    guard = h.processor.guard()
+    results: dict[int, list[bool]] = {}
+    raced: dict[int, list[bool]] = {}
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            root = h.agent("support", at=0, conv=f"conv-{i}")
+            steps = conversation(i)
+            results[i] = [call(h, guard, root, tool, args, at=1 + k, result=res).allowed
+                          for k, (tool, args, res, _) in enumerate(steps)]
+            # two identical new writes at once in one run, from two threads: exactly one runs
+            barrier = threading.Barrier(2)
+            out: list[bool] = []
+            twins = [threading.Thread(target=race, args=(h, guard, root, "create_claim",
+                                                         {"order_id": f"n-{i}", "reason": "x"}, 20, barrier, out))
+                     for _ in range(2)]
+            for t in twins:
+                t.start()
+            for t in twins:
+                t.join()
+            raced[i] = sorted(out)
+            h.end(root, 30)
+        except BaseException as exc:  # noqa: BLE001 - surfaced below, with the conversation
+            errors.append(exc)
+
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(N)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert results == {i: [ok for *_, ok in conversation(i)] for i in range(N)}
+    assert raced == {i: [False, True] for i in range(N)}
+    blocked = sum(s.value for m in h.registry.collect() if m.name == "agenteval_blocked_actions"
+                  for s in m.samples if s.name.endswith("_total"))
+    assert blocked == N * (sum(1 for *_, ok in conversation(0) if not ok) + 1)
+    assert [v.rule for v in h.violations] == []
+    assert guard.in_flight == 0
+
+
+def test_asyncio(make_processor: Make) -> None:
+    h = make_processor(GUARD_POLICY)
+    guard = h.processor.guard()
+
+    async def two_refunds_on_one_yes(root: Span, i: int) -> list[bool]:
+        """Two refunds of the same amount at once, one confirmation: the yes goes to one of them."""
+        async def refund(order: str, at: float) -> bool:
+            span = tool_span(h, root, "issue_refund", at)
+            with trace.use_span(span, end_on_exit=False):
+                await asyncio.sleep(0)
+                d = guard.check("issue_refund", {"order_id": order, "amount": 1000 + i})
+            await asyncio.sleep(0.001)  # the refund runs while the other is checked
+            h.end(span, at + 0.5, {"gen_ai.tool.call.arguments": f'{{"order_id": "{order}", "amount": {1000 + i}}}'})
+            return d.allowed
+
+        h.tool(root, "ask_user_confirmation", {"tool": "issue_refund", "amount": 1000 + i}, at=20,
+               result='{"confirmed": true}')
+        return sorted(await asyncio.gather(refund(f"p-{i}", 21), refund(f"q-{i}", 21)))
+
+    async def one(i: int) -> tuple[list[bool], list[bool]]:
+        root = h.agent("support", at=0, conv=f"conv-{i}")
+        got = []
+        for k, (tool, args, res, _) in enumerate(conversation(i)):
+            await asyncio.sleep(0)  # the other conversations go on in between
+            got.append(call(h, guard, root, tool, args, at=1 + k, result=res).allowed)
+        raced = await two_refunds_on_one_yes(root, i)
+        h.end(root, 30)
+        return got, raced
+
+    async def main() -> list[tuple[list[bool], list[bool]]]:
+        return await asyncio.gather(*(one(i) for i in range(N)))
+
+    done = asyncio.run(main())
+    assert [d[0] for d in done] == [[ok for *_, ok in conversation(i)] for i in range(N)]
+    assert [d[1] for d in done] == [[False, True]] * N
+    assert [v.rule for v in h.violations] == []
