@@ -6,21 +6,33 @@ BIN     = $(VENV)/bin
 COMPILED = $(VENV)/.compiled
 SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py otel_agenteval/*/*.c otel_agenteval/*/*.h) setup.py
 
-.PHONY: demo test test-pure test-frameworks build bench dashboards lint clean collector
+.PHONY: demo test test-pure test-frameworks first-hour build bench dashboards lint clean collector
+
+# Each step says what it does. Installing compiles the per-span modules with mypyc (minutes on two
+# cores): pip's verbose output is kept in $(VENV)/install.log and only setup.py's progress lines
+# (what it compiles, how long it took) are shown. OTEL_AGENTEVAL_PURE_PYTHON=1 make demo: plain
+# Python, seconds.
+SHELL := bash
+INSTALL_PROGRESS = 2>&1 | tee $(VENV)/install.log | { grep --line-buffered -o 'otel-agenteval build: .*' || true; }
 
 $(BIN)/python:
+	@echo "make: creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.core: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
+	@echo "make: installing the package and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@set -o pipefail; $(BIN)/pip install -v -e . 'setuptools>=77' 'mypy==2.4.1' $(INSTALL_PROGRESS) || { tail -30 $(VENV)/install.log; exit 1; }
 	touch $@ $(COMPILED)
 
 $(VENV)/.test: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[test,dashboards]'
+	@echo "make: installing the package with its test extras into $(VENV) (log: $(VENV)/install.log)"
+	@set -o pipefail; $(BIN)/pip install -v -e '.[test,dashboards]' $(INSTALL_PROGRESS) \
+	  || { tail -30 $(VENV)/install.log; exit 1; }
 	touch $@ $(COMPILED)
 
 $(COMPILED): $(SOURCES)
+	@echo "make: sources changed since the last compile: compiling in place"
 	$(BIN)/python setup.py -q build_ext --inplace --force
 	touch $@
 
@@ -36,6 +48,11 @@ test: $(VENV)/.test $(COMPILED)
 	OTEL_AGENTEVAL_EXPECT_BUILD="compiled (mypyc)" $(BIN)/python -m pytest $(PYTEST_ARGS)
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
 	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
+	bash .ci/first-hour.sh
+
+# the README's install line and quick start from a copy of the clone; the sdist and wheel in fresh venvs
+first-hour:
+	bash .ci/first-hour.sh
 
 test-pure: $(VENV)/.test
 	bash .ci/test-pure.sh $(PYTEST_ARGS)

@@ -12,6 +12,7 @@ import glob
 import os
 import runpy
 import sys
+import time
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -27,7 +28,7 @@ SUFFIX_GLOB = ".pyd" if sys.platform == "win32" else ".so"  # compiled extension
 
 
 def log(message: str) -> None:
-    print(f"otel-agenteval build: {message}", file=sys.stderr)
+    print(f"otel-agenteval build: {message}", file=sys.stderr, flush=True)
 
 
 # the OTLP protobuf wire reader in C (otel_agenteval/replay/native.py says why)
@@ -68,15 +69,32 @@ def plain_python(reason: str) -> list:
     return []
 
 
+METADATA_COMMANDS = {"egg_info", "dist_info", "sdist"}  # pip's metadata steps: nothing is compiled for them
+
+
+def metadata_only() -> bool:
+    """Whether this run of setup.py only writes metadata or an sdist (mypyc would run for nothing)."""
+    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+    return bool(commands) and commands[0] in METADATA_COMMANDS
+
+
 def compiled_extensions() -> list:
+    if metadata_only():
+        return []
     if os.environ.get("OTEL_AGENTEVAL_PURE_PYTHON", "") not in ("", "0"):
         return plain_python("OTEL_AGENTEVAL_PURE_PYTHON is set")
     try:
         from mypyc.build import mypycify
     except ImportError:
         return plain_python("mypyc is not installed")
+    paths = compiled_paths()
+    log(f"compiling {len(paths)} modules with mypyc, then C: a few minutes on two cores "
+        "(OTEL_AGENTEVAL_PURE_PYTHON=1 installs plain Python in seconds, and behaves the same)")
+    started = time.monotonic()
     try:
-        return [*mypycify([*MYPY_FLAGS, *compiled_paths()], opt_level="3", group_name="otel_agenteval"), WIRE_C]
+        extensions = mypycify([*MYPY_FLAGS, *paths], opt_level="3", group_name="otel_agenteval")
+        log(f"mypyc: type-checked and translated to C in {time.monotonic() - started:.0f} s; compiling the C next")
+        return [*extensions, WIRE_C]
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - mypyc reports type errors by exiting
         return plain_python(f"mypyc could not compile ({exc!r})")
 
@@ -85,8 +103,11 @@ class OptionalBuildExt(build_ext):
     """A failed compile (no C compiler, say) leaves the plain Python build, which works the same."""
 
     def run(self) -> None:
+        started = time.monotonic()
         try:
             super().run()
+            if self.extensions:
+                log(f"compiled {len(self.extensions)} extension modules in {time.monotonic() - started:.0f} s")
         except Exception as exc:  # noqa: BLE001 - any compiler failure: fall back, and say so
             self.extensions = plain_python(f"compiling failed ({exc})")
 

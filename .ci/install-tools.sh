@@ -11,14 +11,14 @@ set -euo pipefail
 
 have_tools() {
   command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 \
-    && command -v clang >/dev/null 2>&1
+    && command -v clang >/dev/null 2>&1 && command -v curl >/dev/null 2>&1  # curl: the README quick start (tests/test_docs_snippets.py)
 }
 
 if have_tools; then
   exit 0
 fi
 if [ "$(id -u)" != "0" ]; then
-  echo "install-tools: prometheus/promtool/chromium missing and not root; run: sudo apt-get install -y prometheus chromium clang" >&2
+  echo "install-tools: prometheus/promtool/chromium missing and not root; run: sudo apt-get install -y prometheus chromium clang curl" >&2
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -58,7 +58,7 @@ retry() {
 }
 
 retry apt-get update -q >/dev/null
-retry apt-get install -y -q --no-install-recommends prometheus chromium clang >/dev/null
+retry apt-get install -y -q --no-install-recommends prometheus chromium clang curl >/dev/null
 
 # Belt and braces: if a service manager started it anyway, stop and disable it.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then

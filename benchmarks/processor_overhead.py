@@ -65,7 +65,9 @@ SPANS_PER_RUN = 14  # 1 agent + 5 chat + 8 tool
 ERROR_EVERY = 8  # one run in eight has a failing tool call
 
 POLICY = Policy.from_dict({
-    "tools": {"create_claim": {"write": True}},
+    # send_email is named (a read here), so its name does not make it a write: its constant arguments
+    # would repeat across a conversation's runs, and the mix measures the clean path
+    "tools": {"create_claim": {"write": True}, "send_email": {}},
     "agents": {"*": {"budget": {"max_steps": 40, "max_llm_calls": 20, "max_tokens": 200_000,
                                 "max_cost_usd": 5.0, "max_duration_s": 600}}},
     "pricing": {"gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}},

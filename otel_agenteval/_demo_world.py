@@ -158,16 +158,18 @@ class SupportWorld:
         order = write_args.get("order_id", str(rng.randint(10000, 99999)))
         turn = 0
 
-        def step(name: str, args: dict[str, Any], fail: str | None = None) -> bool:
+        def step(name: str, args: dict[str, Any], fail: str | None = None, result: Any = None) -> bool:
             nonlocal turn
             self._chat(agent, model, turn, conv)
             turn += 1
             r.steps += 1
-            return self._tool(agent, conv, name, args, fail)
+            return self._tool(agent, conv, name, args, fail, result)
 
-        step("lookup_order", {"order_id": order})
+        # the order the user asked about, as a real lookup returns it: what grounds a write's order_id
+        found = {"order_id": order, "status": "delivered"}
+        step("lookup_order", {"order_id": order}, result=found)
         if rng.random() < 0.10:
-            step("lookup_order", {"order_id": order})
+            step("lookup_order", {"order_id": order}, result=found)
             r.anomalies.append("redundant_lookup")
         if rng.random() < 0.06:  # wanders: a search loop that blows the step budget
             for i in range(rng.randint(8, 16)):

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "replay": "otel_agenteval.replay.command",
     "score": "otel_agenteval.scoring.command",
     "check-policy": "otel_agenteval.check_policy",
+    "init": "otel_agenteval.init_command",
     "serve": "otel_agenteval.receiver.command",
 }
 

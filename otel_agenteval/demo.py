@@ -67,16 +67,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"demo: cannot write {args.traces_out}: {exc.strerror or exc}", file=sys.stderr)
             return 2
     tracer = provider.get_tracer("otel_agenteval.demo")
+    metrics_url = ""
     if not args.no_serve:
         from .exposition import serve
 
         try:
-            serve(args.port, args.addr, registry)
+            server = serve(args.port, args.addr, registry)
         except OSError as exc:
             print(f"demo: cannot serve /metrics on {args.addr}:{args.port}: {exc.strerror or exc}"
                   " (use --port or --no-serve)", file=sys.stderr)
             return 2
-        print(f"serving metrics on http://{args.addr}:{args.port}/metrics", file=sys.stderr)
+        metrics_url = f"http://{args.addr}:{server.port}/metrics"
+        print(f"serving metrics on {metrics_url}", file=sys.stderr)
 
     stop = False
 
@@ -109,9 +111,41 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary.to_dict(), indent=2))
     else:
         print(summary.render_table())
+    if not args.quiet:
+        print(next_steps(args.traces_out), file=sys.stderr)
     if args.linger > 0 and not args.no_serve:
         time.sleep(args.linger)
+    if metrics_url and not stop and sys.stdout.isatty():  # a person is watching: keep /metrics up for them
+        print(f"still serving {metrics_url} (curl -s {metrics_url} | grep agenteval_violations_total); "
+              "Ctrl-C to stop", file=sys.stderr, flush=True)
+        _wait_for_interrupt()
     return 0
+
+
+def next_steps(traces: str | None) -> str:
+    """The three commands to try after the demo: record runs, write a policy from them, check them."""
+    runs = traces or "runs.jsonl.gz"
+    record = (f"otel-agenteval demo --runs 200 --no-serve --traces-out {runs}" if not traces
+              else f"ls -l {runs}")
+    return ("\nnext:\n"
+            f"  {record:<66}# {'record some runs' if not traces else 'the runs just recorded'}\n"
+            f"  {'otel-agenteval init --from ' + runs + ' -o agenteval.yaml':<66}# a starter policy from them\n"
+            f"  {'otel-agenteval replay ' + runs + ' --policy agenteval.yaml':<66}# check the runs against it")
+
+
+def _wait_for_interrupt() -> None:
+    """Until Ctrl-C or SIGTERM."""
+    import threading
+
+    done = threading.Event()
+    old = signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _configure_logging(verbose: bool) -> None:

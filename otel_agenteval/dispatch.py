@@ -13,8 +13,11 @@ import importlib
 from collections.abc import Iterable
 from typing import Any, Final
 
+import structlog
+
 from ._threadstate import enter, leave
 from .errors import caught
+from .labels import safe_label
 from .policy import Budget, Policy, PolicyError
 from .rules import Check, Finish, Rule
 from .trajectory import NO_LIMITS, Limits, LLMCall, ToolStep, Trajectory
@@ -22,7 +25,8 @@ from .violation import Violation
 
 _INF: Final = float("inf")
 MAX_PLANS: Final = 4096  # tool names come from models: plans kept for this many
-
+MAX_INFERRED_LOGGED: Final = 64  # inferred write tools named in the log, once each; then one line says so
+log = structlog.get_logger("otel_agenteval")
 
 
 
@@ -59,8 +63,10 @@ class ToolPlan:
 class Dispatch:
     """The policy's rules, sorted by the events and tools they look at."""
 
-    def __init__(self, policy: Policy, rules: Iterable[Rule], errors: dict[str, int]) -> None:
+    def __init__(self, policy: Policy, rules: Iterable[Rule], errors: dict[str, int],
+                 log_inferred: bool = True) -> None:
         self.policy = policy
+        self._inferred_logged: set[str] | None = set() if log_inferred else None
         self.rules = tuple(rules)
         self.errors = errors  # the engine's error counts: a broken rule is counted under "rule"
         self.disabled = frozenset(r for r, on in policy.rules.items() if not on)
@@ -108,12 +114,30 @@ class Dispatch:
         if plan is not None:
             return plan
         write = tool in self._writes
+        if not write and self.policy.is_inferred_write(tool):
+            write = True
+            self._log_inferred(tool)
         plan = ToolPlan(tuple(r for r, tools in self._tool_scope if tools is None or tool in tools),
                         tuple(r for r, tools in self._repeat_scope if tools is None or tool in tools) if write else (),
                         write, tool in self._success_tools, tool in self._confirmation_tools)
         if len(self._plans) < MAX_PLANS:
             self._plans[tool] = plan
         return plan
+
+    def _log_inferred(self, tool: str) -> None:
+        """Name an inferred write tool in the log the first time it is planned (bounded)."""
+        logged = self._inferred_logged
+        if logged is None or tool in logged or len(logged) > MAX_INFERRED_LOGGED:
+            return
+        logged.add(tool)
+        if len(logged) > MAX_INFERRED_LOGGED:
+            log.warning(f"agenteval.inferred_write: more than {MAX_INFERRED_LOGGED} tools inferred as writes; "
+                        "no more are named (declare your tools in the policy)")
+            return
+        log.warning(f"agenteval.inferred_write: {safe_label(tool, 256)} is treated as a write (its name starts "
+                    "with a write verb; the policy does not name it): a repeated identical call is a "
+                    "duplicate_write (warning). Declare it in the policy's tools (write: true or false).",
+                    tool=safe_label(tool, 256))
 
     def limits_for(self, agent: str) -> Limits:
         """The agent's budget as numbers, cached per agent name (bounded: names come from spans)."""

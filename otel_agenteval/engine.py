@@ -63,7 +63,7 @@ class Engine:
         self._stats: dict[str, Any] = new_stats()
         self._spans = SpanCounts()
         self._clock: Clock = clock if clock is not None else ProcessClock()
-        self._dispatch = Dispatch(policy, rules, self._stats["errors"])
+        self._dispatch = Dispatch(policy, rules, self._stats["errors"], log_violations)
         self._store = Store(policy.limits, self._stats)
         self._assembler = Assembler(policy, policy.limits.max_tool_labels, self._stats)
         sinks = Sinks(on_violation, on_finish, on_trajectory, log_violations, self._stats["errors"])

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from . import write_verbs
 from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
 from .guard_policy import GuardPolicy
 from .policy_sections import (
@@ -75,6 +76,7 @@ class Policy(BaseModel):
     severity: dict[str, Severity] = {}
     rules: dict[str, bool] = {}
     custom_rules: list[str] = []  # "module:attr", each a rule callable
+    infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
     guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard.py)
 
     @field_validator("custom_rules")
@@ -165,7 +167,24 @@ class Policy(BaseModel):
         return resolve
 
     def is_write(self, tool: str) -> bool:
-        return tool in self.write_tools
+        """Declared a write, or (not named here, ``infer_writes`` on) named like one: ``write_verbs.py``."""
+        return tool in self.write_tools or self.is_inferred_write(tool)
+
+    def is_inferred_write(self, tool: str) -> bool:
+        """A write only by its name: the policy names it neither a tool nor a confirmation tool, and its
+        name starts with a write verb."""
+        return (self.infer_writes and tool not in self.tools and write_verbs.is_inferred_write(tool)
+                and tool not in self.confirmation.tools)
+
+    @functools.cached_property
+    def in_force(self) -> str:
+        """What decides which tools write, in words (serve's start line, ``init``)."""
+        declared = len(self.write_tools)
+        if not self.infer_writes:
+            return f"{declared} write tools declared; no writes inferred (infer_writes: false)"
+        if not self.tools:
+            return "no policy: writes inferred from tool names"
+        return f"{declared} write tools declared; other writes inferred from tool names"
 
     def budget_for(self, agent: str) -> Budget:
         return self._budgets(agent)

@@ -135,7 +135,8 @@ def test_defaults_usable_with_no_file(make_processor: Any) -> None:
     h = make_processor()  # no policy at all
     h.run("support", [("create_claim", {"order_id": "1"}), ("create_claim", {"order_id": "1"})])
     assert [(t.agent_name, t.tool_calls, t.outcome) for t in h.trajectories] == [("support", 2, "unknown")]
-    assert h.violations == []  # no write tools declared: nothing to call a duplicate write
+    # no write tools declared: create_claim is a write by its name (issue 26), a warning until declared
+    assert [(v.rule, v.severity, v.tool) for v in h.violations] == [("duplicate_write", "warning", "create_claim")]
 
 
 def test_policy_is_frozen() -> None:

@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = ("Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 2 for a bad setting, policy or address "
                 "(one line), 1 when the drain timed out. "
                 "One JSON line on stdout tells the bound ports once every listener is up. See docs/serve.md.")
-    p.add_argument("--policy", metavar="FILE", help="policy YAML (default: built-in defaults)")
+    p.add_argument("--policy", metavar="FILE",
+                   help="policy YAML (default: none; writes inferred from tool names, see docs/rules.md)")
     g = p.add_argument_group("listeners")
     g.add_argument("--addr", default=_D.addr,
                    help="address to bind all listeners (default %(default)s; a non-loopback one needs a token or --insecure)")
@@ -196,12 +197,15 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     p = receiver.ports
+    in_force = f"{args.policy}: {policy.in_force}" if args.policy else policy.in_force
     scheme = "https" if config.tls else "http"
     print(json.dumps({"event": "listening", "addr": config.addr, "grpc_port": p.grpc, "http_port": p.http,
                       "metrics_port": p.metrics, "metrics_url": f"{scheme}://{config.addr}:{p.metrics}/metrics",
                       "tls": config.tls, "auth": config.token is not None,
                       "metrics_auth": config.scrape_token is not None, "malloc": allocator,
-                      "loop": receiver.loop, "gzip": inflaters(), "wal": config.wal_dir}), flush=True)
+                      "loop": receiver.loop, "gzip": inflaters(), "wal": config.wal_dir,
+                      "policy": in_force}), flush=True)
+    print(json.dumps({"event": "policy", "policy": in_force}), file=sys.stderr, flush=True)
     while not stop.wait(1.0):
         pass
     print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,

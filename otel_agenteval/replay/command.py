@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..check_policy import load_policy
+from ..policy import Policy
 from ..summary import RunSummary
 from ..violation import Violation
 from . import replay
@@ -30,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files to replay, in order (- for standard input)")
-    p.add_argument("--policy", required=True, help="policy YAML")
+    p.add_argument("--policy", help="policy YAML (default: none, writes inferred from tool names)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad line or span (exit 2)")
     p.add_argument("--allow-empty", action="store_true",
@@ -40,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    policy = load_policy(args.policy)  # a bad one raises: exit 2, one line a problem (cli_errors)
+    policy = load_policy(args.policy) if args.policy else Policy()  # a bad one raises: exit 2 (cli_errors)
     paths = [Path(t) for t in args.traces]
     for p in paths:
         if str(p) != "-" and not p.is_file():

@@ -7,13 +7,14 @@ from ..violation import Violation
 from .check import Check, Event, applies_to
 
 
-@applies_to((ToolStep,), lambda p: p.write_tools, repeated_call=True, guard=True)
+@applies_to((ToolStep,), lambda p: None if p.infer_writes else p.write_tools, repeated_call=True, guard=True)
 def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
     """A write tool called again with identical normalised arguments in one conversation.
 
     After an earlier *successful* identical call it is ``duplicate_write`` (critical); after
     only *failed* ones it is ``write_retried_after_error`` (warning: the failure may have
-    gone through anyway).
+    gone through anyway). A write inferred from the tool's name (not declared in the policy)
+    is a ``duplicate_write`` of severity ``warning``.
     """
     if not isinstance(event, ToolStep) or not check.policy.is_write(event.tool):
         return None
@@ -28,7 +29,7 @@ def duplicate_write(event: Event, check: Check) -> list[Violation] | None:
         return [
             check.violation(
                 "duplicate_write",
-                "critical",
+                "critical" if event.tool in check.policy.write_tools else "warning",
                 f"{event.tool} called again with identical arguments after a successful call in {where}",
                 event,
                 first_trace_id=first,
