@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -107,7 +107,7 @@ class AgentLabels:
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None, known_tools: Iterable[str], max_tool_labels: int,
-                 rules: Mapping[str, str] | None = None, writes: frozenset[str] = frozenset(), *,
+                 rules: Mapping[str, str] | None = None, writes: Container[str] = frozenset(), *,
                  known_agents: Iterable[str] = (), max_agent_labels: int = DEFAULT_MAX_AGENT_LABELS,
                  expected_tools: Iterable[str] = (), loop_repeats: int = 5) -> None:
         r = REGISTRY if registry is None else registry

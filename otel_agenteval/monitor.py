@@ -35,7 +35,7 @@ def build_monitor(policy: Policy, registry: CollectorRegistry | None, *,
     A callback that raises is counted (``agenteval_processor_errors_total{stage="callback"}``) and
     the others still run. ``meter_provider``: the metrics through OpenTelemetry too (``otel_metrics.py``)."""
     rule_names = {r: s for r, s in KNOWN_RULES.items() if policy.rule_enabled(r)}
-    metrics = Metrics(registry, policy.tools, policy.limits.max_tool_labels, rule_names, policy.write_tools,
+    metrics = Metrics(registry, policy.tools, policy.limits.max_tool_labels, rule_names, policy.writes,
                       known_agents=policy.agents, max_agent_labels=policy.limits.max_agent_labels,
                       expected_tools=policy.expected_tools, loop_repeats=policy.outputs.loop_repeats)
     metrics.unchecked.checked = checked_tools(policy.tools, policy.outcome.success_when)

@@ -56,6 +56,18 @@ __all__ = [
 ]
 
 
+class WriteTools:
+    """The policy's writes as a container: ``tool in writes`` is :meth:`Policy.is_write`."""
+
+    __slots__ = ("_policy",)
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    def __contains__(self, tool: object) -> bool:
+        return isinstance(tool, str) and self._policy.is_write(tool)
+
+
 class PolicyError(ConfigError):
     what = "invalid policy"
 
@@ -125,6 +137,11 @@ class Policy(BaseModel):
     @functools.cached_property
     def write_tools(self) -> frozenset[str]:
         return frozenset(name for name, t in self.tools.items() if t.write)
+
+    @functools.cached_property
+    def writes(self) -> WriteTools:
+        """``tool in policy.writes``: declared writes and, with ``infer_writes``, writes by their name."""
+        return WriteTools(self)
 
     @functools.cached_property
     def expected_tools(self) -> frozenset[str]:

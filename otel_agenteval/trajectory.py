@@ -5,6 +5,7 @@ state that outlives it. Its parts (:class:`ToolStep`, :class:`LLMCall`, :class:`
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -146,7 +147,7 @@ class Trajectory:
         return max(0, end - self.started_ns) / 1e9
 
 
-def redundant_calls(t: Trajectory, writes: frozenset[str] | set[str]) -> list[str]:
+def redundant_calls(t: Trajectory, writes: Container[str]) -> list[str]:
     """Non-write tools called again with identical arguments in one trajectory.
 
     Arguments are parsed only for tools that ran more than once.

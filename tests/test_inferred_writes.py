@@ -50,6 +50,20 @@ def test_no_policy_a_repeated_inferred_write_is_a_warning_a_repeated_read_nothin
         "severity": "warning"}) == 1.0
 
 
+def test_a_repeated_inferred_write_is_a_duplicate_not_a_redundant_call(make_processor: Any) -> None:
+    """The redundant-calls counter is for repeated non-writes: an inferred write repeated is the
+    duplicate_write rule's (and score's), as a declared one is; a repeated read stays redundant."""
+    h = make_processor()
+    h.run("support", [("lookup_order", {"order_id": "88120"}), ("lookup_order", {"order_id": "88120"}),
+                      ("create_claim", CLAIM), ("create_claim", CLAIM)])
+    redundant = {tool: h.registry.get_sample_value("agenteval_redundant_calls_total", {
+        "service_name": "shop", "agent_name": "support", "tool": tool}) for tool in ("lookup_order", "create_claim")}
+    assert redundant == {"lookup_order": 1.0, "create_claim": None}
+    writes = Policy().writes
+    assert ("create_claim" in writes, "lookup_order" in writes) == (True, False)
+    assert "create_claim" not in Policy.from_yaml("infer_writes: false\n").writes
+
+
 def test_declared_writes_keep_their_severity_and_named_tools_are_not_inferred(make_processor: Any) -> None:
     h = make_processor("tools:\n  create_claim: {write: true}\n  update_note: {}\n")
     h.run("support", [("create_claim", CLAIM), ("create_claim", CLAIM), ("update_note", {"n": 1}),

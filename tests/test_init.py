@@ -110,7 +110,7 @@ def test_input_errors_exit_2_with_one_line_naming_the_file(tmp_path: Path, capsy
     notes.write_text("# not traces\n\nsome text\n")
     assert main(["init", "--from", str(notes), "-o", str(tmp_path / "p.yaml")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"otel-agenteval init: {notes}: no span could be read") and err.count("\n") == 1
+    assert err.startswith(f"otel-agenteval init: {notes}: not trace data") and err.count("\n") == 1
     bad = tmp_path / "bad.yaml"
     bad.write_text("tools:\n  x: {wirte: true}\n")
     assert main(["init", "--from", str(notes), "-o", str(bad)]) == 2
