@@ -53,16 +53,12 @@ def test_critical_violation_fails_whatever_else_holds() -> None:
     t, v = trajectory(WORKED_RUN)
     assert [x.rule for x in v] == ["duplicate_write"]
     case = one_case("[{tool: create_claim, args: {order_id: '88120', reason: damaged}}]", "any_order")
-    s = score_run(t, case, Policy(infer_writes=False), v)  # this policy marks nothing as a write
+    s = score_run(t, case, Policy(), v)  # this policy marks nothing as a write
     # the engine's rule found it (the violation): the count says so too, never 0 next to it
     assert s.duplicate_writes == 1
     assert [m.detail for m in s.steps if m.detail and "duplicate" in m.detail] == [
         "duplicate write found by the duplicate_write rule"]
     assert s.verdict == "fail" and s.reasons[0].startswith("critical violation duplicate_write at create_claim")
-    # with no policy at all create_claim is a write by its name, for score as for the engine's rule
-    inferred = score_run(t, case, Policy(), v)
-    assert inferred.duplicate_writes == 1
-    assert [m.mark for m in inferred.steps].count("DUPLICATE WRITE") == 1
 
 
 def test_missing_call_fails_and_empty_run() -> None:

@@ -6,7 +6,7 @@ with ``--no-content`` to see what happens without: no arguments, so no duplicate
 and ``agenteval_unchecked_calls_total{reason="no_arguments"}`` counts both create_claim calls
 (the processor also logs, once, the setting that fixes it).
 
-    pip install otel-agenteval google-adk==2.13.0
+    pip install ../.. google-adk==2.13.0
     python main.py            # a summary; --json for the same as JSON
 """
 

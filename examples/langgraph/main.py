@@ -1,7 +1,7 @@
 """LangGraph + OpenInference's LangChain instrumentor with otel-agenteval: a scripted chat model
 files the same claim twice, and the processor reports the duplicate write. Offline.
 
-    pip install otel-agenteval langgraph==1.2.24 langchain-core==1.8.3 openinference-instrumentation-langchain==0.1.80
+    pip install ../.. langgraph==1.2.24 langchain-core==1.8.3 openinference-instrumentation-langchain==0.1.80
     python main.py            # a summary; --json for the same as JSON
 """
 

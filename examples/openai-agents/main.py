@@ -2,7 +2,7 @@
 the same claim twice, and the processor reports the duplicate write. Offline: the SDK's real
 ``OpenAIResponsesModel`` runs, with only its HTTP call replaced by canned responses.
 
-    pip install otel-agenteval openai-agents==0.24.0 openinference-instrumentation-openai-agents==2.6.0
+    pip install ../.. openai-agents==0.24.0 openinference-instrumentation-openai-agents==2.6.0
     python main.py            # a summary; --json for the same as JSON
 """
 

@@ -1,7 +1,7 @@
 """pydantic-ai with otel-agenteval: a scripted model files the same claim twice, and the
 processor reports the duplicate write. Offline: no API key, no network.
 
-    pip install otel-agenteval pydantic-ai-slim==2.68.0
+    pip install ../.. pydantic-ai-slim==2.68.0
     python main.py            # a summary; --json for the same as JSON
 """
 

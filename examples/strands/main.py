@@ -1,7 +1,7 @@
 """Strands Agents with otel-agenteval: a scripted model files the same claim twice, and the
 processor reports the duplicate write. Offline. Strands takes the global tracer provider.
 
-    pip install otel-agenteval strands-agents==1.62.0
+    pip install ../.. strands-agents==1.62.0
     python main.py            # a summary; --json for the same as JSON
 """
 

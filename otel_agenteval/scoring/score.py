@@ -45,7 +45,7 @@ def duplicate_write_steps(t: Trajectory, policy: Policy,
     done: dict[tuple[str, str], int] = {}
     dups = set()
     expected = set()
-    writes = policy.writes  # declared, or inferred from the name: as the duplicate_write rule sees them
+    writes = policy.write_tools
     for i, s in enumerate(t.steps):
         if s.tool not in writes:
             continue
