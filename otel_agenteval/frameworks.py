@@ -10,10 +10,10 @@ or make spans that look like a step and are not one (DSPy ReAct's ``finish``, Ll
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 from . import _semconv as sc
+from .span_values import json_object
 
 TOOL: Final = "tool"
 LLM: Final = "llm"
@@ -57,9 +57,11 @@ NOT_MODEL_CALL_SUFFIXES: Final = ("._prepare_chat_with_tools",)
 
 # Argument envelopes: a framework's record of the call around the model's arguments.
 #   (keys the envelope may have, the key that must be there, the key holding the arguments)
-_LANGCHAIN_CALLBACK = (frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"}), "input_str", "inputs")
-_CALL = (frozenset({"args", "kwargs", "sanitize_inputs_outputs"}), "kwargs", "kwargs")  # smolagents, traceloop,
-ENVELOPE_PREFIXES: Final = ('{"input_str":', '{"args":', '{"kwargs":')                  # LlamaIndex, DSPy
+# Argument envelopes: LangChain's callback (its arguments under "inputs", marked by "input_str"), and
+# a call's {"args", "kwargs"} (smolagents, traceloop-sdk, LlamaIndex, DSPy)
+LANGCHAIN_CALLBACK_KEYS: Final = frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"})
+CALL_KEYS: Final = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+ENVELOPE_PREFIXES: Final = ('{"input_str":', '{"args":', '{"kwargs":')
 
 # Spans that look like agent work and are understood as structure (not counted as unread).
 KNOWN_NON_STEP_NAMES: Final = frozenset({
@@ -148,14 +150,8 @@ def usage_in_output(attrs: dict[str, Any]) -> tuple[Any, int, int] | None:
     """(model, input, output tokens) from a model step's recorded replies, for frameworks that put
     them nowhere else (Haystack: ``haystack.agent.step.llm.output`` = ``{"replies": [{"meta":
     {"model", "usage": {...}}}]}``); None when the span has none."""
-    raw = attrs.get(sc.HAYSTACK_LLM_OUTPUT)
-    if type(raw) is not str:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    replies = value.get("replies") if type(value) is dict else None
+    value = json_object(attrs.get(sc.HAYSTACK_LLM_OUTPUT), "{")
+    replies = value.get("replies") if value is not None else None
     if type(replies) is not list:
         return None
     model, inp, out = None, 0, 0
@@ -181,19 +177,14 @@ def unwrap_arguments(raw: Any) -> Any:
     LangChain's callback ``{"input_str", "tags", "metadata", "inputs", "kwargs"}`` -> ``inputs``;
     a call's ``{"args": [...], "kwargs": {...}}`` (smolagents, traceloop-sdk, LlamaIndex, DSPy) ->
     ``kwargs`` (a lone dict positional argument when there are no keywords)."""
-    if type(raw) is not str or not raw.startswith(ENVELOPE_PREFIXES):
-        return raw
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return raw
-    if type(value) is not dict:
+    value = json_object(raw, ENVELOPE_PREFIXES)
+    if value is None:
         return raw
     keys = value.keys()
-    if keys <= _LANGCHAIN_CALLBACK[0] and _LANGCHAIN_CALLBACK[1] in value:
-        inputs = value.get(_LANGCHAIN_CALLBACK[2])
+    if keys <= LANGCHAIN_CALLBACK_KEYS and "input_str" in value:
+        inputs = value.get("inputs")
         return inputs if type(inputs) is dict else raw
-    if keys <= _CALL[0] and _CALL[1] in value:
+    if keys <= CALL_KEYS and "kwargs" in value:
         args, kwargs = value.get("args") or [], value.get("kwargs")
         if type(kwargs) is not dict or type(args) is not list:
             return raw

@@ -52,8 +52,8 @@ def error_type_of(attrs: dict[str, Any], events: Any) -> str:
     return "error"
 
 
-def _json_object(text: Any, prefix: str) -> dict[str, Any] | None:
-    """``text`` read as a JSON object when it is a string starting with ``prefix``, else None."""
+def json_object(text: Any, prefix: str | tuple[str, ...]) -> dict[str, Any] | None:
+    """``text`` read as a JSON object when it is a string starting with ``prefix`` (or one of them), else None."""
     if type(text) is not str or not text.startswith(prefix):
         return None
     try:
@@ -66,7 +66,7 @@ def _json_object(text: Any, prefix: str) -> dict[str, Any] | None:
 def adk_error(response: Any) -> str | None:
     """The error of a Google ADK tool response ``{"error": "..."}`` (how ADK 1.x records a tool
     that raised, and what an ``on_tool_error_callback`` returns), else None."""
-    value = _json_object(response, sc.ADK_ERROR_PREFIX)
+    value = json_object(response, sc.ADK_ERROR_PREFIX)
     if value is not None and len(value) == 1:
         error = value.get("error")
         if error:
