@@ -19,7 +19,7 @@ from . import metric_catalogue as m
 from ._series import Cell, PlainCounter, PlainHistogram, Series, record
 from .blindspots import UncheckedCalls, checked_tools
 from .collectors import PlainCollector
-from .labels import MAX_LABEL_LEN, safe_label
+from .labels import MAX_LABEL_LEN, AgentLabels, ToolLabels, safe_label
 from .metric_catalogue import AGENT_LABELS as AGENT_LABELS  # re-exported: declared in the catalogue
 from .metric_catalogue import COST_BUCKETS as COST_BUCKETS
 from .metric_catalogue import DURATION_BUCKETS as DURATION_BUCKETS
@@ -32,7 +32,6 @@ from .violation import Violation
 
 OUTCOMES = ("success", "failure", "unknown", "incomplete")
 BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration", "repeats")
-OTHER = "other"
 DEFAULT_MAX_AGENT_LABELS = 64  # = Limits.max_agent_labels' default
 ROW_CACHE = 4096  # (service, agent, outcome) keys whose series are bound once
 ROW_TOOLS = 256  # per row: tool names whose runs-with-tool cell is bound once
@@ -44,65 +43,6 @@ def counter(d: Declared) -> PlainCounter:
 
 def histogram(d: Declared) -> PlainHistogram:
     return PlainHistogram(d.name, d.doc, d.labels, d.buckets)
-
-
-class ToolLabels:
-    """Tool names for labels, made safe and capped: the policy's tools always, then the first N others."""
-
-    def __init__(self, known: Iterable[str], cap: int) -> None:
-        self._allowed = {safe_label(t) for t in known}
-        self._cap = len(self._allowed) + cap
-        self.overflow = 0  # updates folded into "other" (agenteval_label_overflow_total{label="tool"})
-
-    def __call__(self, tool: str | None, count: bool = True) -> str:
-        if tool is None:
-            return ""
-        label = safe_label(tool)  # a long name keeps a prefix and a hash of the whole
-        if label in self._allowed:
-            return label
-        if len(self._allowed) < self._cap:
-            self._allowed.add(label)
-            return label
-        if count:
-            self.overflow += 1
-        return OTHER
-
-
-class AgentLabels:
-    """(service_name, agent_name) for labels, made safe and capped.
-
-    The policy's agents always keep their name; other agents, the first ``cap`` pairs seen. Past
-    the cap the agent is ``other``, and a service past ``cap`` distinct services is ``other``
-    too, so every per-agent series and map is bounded by the cap whatever the spans say.
-    """
-
-    def __init__(self, known: Iterable[str], cap: int) -> None:
-        self._known = frozenset(safe_label(a) for a in known if a != "*")
-        self._cap = cap
-        self._pairs: set[tuple[str, str]] = set()
-        self._services: set[str] = set()
-        self._others = 0  # pairs taken by agents the policy does not name
-        self.overflow = 0  # updates folded into "other" (agenteval_label_overflow_total{label="agent_name"})
-
-    def __call__(self, service: str, agent: str, count: bool = True) -> tuple[str, str]:
-        pair = (safe_label(service), safe_label(agent))
-        if pair in self._pairs:
-            return pair
-        s, a = pair
-        if s not in self._services:
-            if len(self._services) < self._cap:
-                self._services.add(s)
-            else:
-                s = OTHER
-        if a not in self._known:
-            if self._others < self._cap:
-                self._others += 1
-            else:
-                a = OTHER
-        if (s, a) != pair and count:
-            self.overflow += 1
-        self._pairs.add((s, a))
-        return s, a
 
 
 class Metrics:
