@@ -187,6 +187,25 @@ def child_exit_code(pid: int, what: str, timeout_s: float = 20.0) -> int:
 
 
 @pytest.fixture
+def started_receivers() -> Iterable[Callable[..., Any]]:
+    """``make(policy=None, **config) -> Receiver`` started on free loopback ports, stopped after the test."""
+    from otel_agenteval.receiver import Receiver, ServeConfig  # serve's extras: only the tests that ask
+
+    made: list[Any] = []
+
+    def make(policy: Policy | None = None, **config: Any) -> Any:
+        cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0,
+                          **{"grace_s": 0.1, "idle_s": 1.0, "log_violations": False, **config})
+        r = Receiver(cfg, policy, registry=CollectorRegistry()).start()
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.stop()
+
+
+@pytest.fixture
 def make_processor() -> Iterable[Callable[..., Harness]]:
     """``make_processor(policy_yaml=None, **processor_kwargs) -> Harness`` on a fresh registry."""
     made: list[Harness] = []

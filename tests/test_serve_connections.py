@@ -9,27 +9,13 @@ import time
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-from prometheus_client import CollectorRegistry
 from serve_support import get, scrape, settled, value, wait_until
 from test_serve_input import _spans
 
-from otel_agenteval.receiver import Receiver, ServeConfig
-
 
 @pytest.fixture
-def receiver():
-    made = []
-
-    def make(**kw):
-        cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0,
-                          **{"grace_s": 0.1, "idle_s": 1.0, "log_violations": False, **kw})
-        r = Receiver(cfg, None, registry=CollectorRegistry()).start()
-        made.append(r)
-        return r
-
-    yield make
-    for r in made:
-        r.stop()
+def receiver(started_receivers):
+    return started_receivers
 
 
 def _connect(port: int, n: int) -> list[socket.socket]:

@@ -11,30 +11,16 @@ import time
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from prometheus_client import CollectorRegistry
 from serve_support import get, scrape, settled, total, wait_until
 from test_serve_input import _spans
-
-from otel_agenteval.receiver import Receiver, ServeConfig
 
 PB = "application/x-protobuf"
 JS = "application/json"
 
 
 @pytest.fixture
-def receiver():
-    made = []
-
-    def make(**kw):
-        cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0,
-                          **{"grace_s": 0.1, "idle_s": 1.0, "log_violations": False, **kw})
-        r = Receiver(cfg, None, registry=CollectorRegistry()).start()
-        made.append(r)
-        return r
-
-    yield make
-    for r in made:
-        r.stop()
+def receiver(started_receivers):
+    return started_receivers
 
 
 def _post(port: int, body: bytes, ctype: str, timeout: float = 30) -> tuple[int, bytes, float]:

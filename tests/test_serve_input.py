@@ -20,11 +20,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from prometheus_client import CollectorRegistry
 from serve_support import GATE, get, post, rss_bytes, scrape, settled, total, value, wait_until
 
 from otel_agenteval import Policy
-from otel_agenteval.receiver import Receiver, ServeConfig
 
 PB = {"Content-Type": "application/x-protobuf"}
 JS = {"Content-Type": "application/json"}
@@ -55,20 +53,9 @@ def _body(spans) -> bytes:
 
 
 @pytest.fixture
-def receiver():
-    made = []
-
-    def make(policy=None, **kw):
-        cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0,
-                          **{"grace_s": 0.1, "idle_s": 1.0, "log_violations": False, **kw})
-        r = Receiver(cfg, policy, registry=CollectorRegistry()).start()
-        made.append(r)
-        return r
-
-    yield make
-    GATE.set()
-    for r in made:
-        r.stop()
+def receiver(started_receivers):
+    yield started_receivers
+    GATE.set()  # a stalled rule lets go before the receivers stop
 
 
 def _url(r):
