@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 # the compiled (mypyc) build of the hot path: rebuilt in place when its sources change
 COMPILED = $(VENV)/.compiled
-SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py otel_agenteval/*/*.c otel_agenteval/*/*.h) setup.py
+SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py otel_agenteval/*/*/*.py otel_agenteval/*/*.c otel_agenteval/*/*.h) setup.py
 
 .PHONY: demo test test-pure test-frameworks first-hour build bench dashboards lint clean collector
 

@@ -38,7 +38,7 @@ WIRE_C = Extension("otel_agenteval.replay._wire_c",
 
 
 def compiled_paths() -> list[str]:
-    modules = runpy.run_path(os.path.join("otel_agenteval", "_build.py"))["COMPILED_MODULES"]
+    modules = runpy.run_path(os.path.join("otel_agenteval", "cli", "build.py"))["COMPILED_MODULES"]
     return [os.path.join("otel_agenteval", *name.split(".")) + ".py" for name in modules]
 
 

@@ -1,15 +1,22 @@
-"""otel-agenteval: trajectory checks and metrics for AI agents, as an OpenTelemetry span processor."""
+"""otel-agenteval: trajectory checks and metrics for AI agents, as an OpenTelemetry span processor.
 
-from .confirmations import record_confirmation
-from .decision import ActionBlocked, Decision
-from .guard import Guard
+The house, by stage (each imports only the ones before it; docs/architecture.md draws it):
+``model`` → ``policy`` → ``reading`` → ``rules`` → ``engine`` → ``metrics``, then the front doors:
+``guard``, ``processor`` (and ``zero_code``), ``replay``, ``scoring``, ``receiver``, ``cli``.
+"""
+
+from . import legacy
+from .guard import ActionBlocked, Decision, Guard
+from .model.trajectory import LLMCall, ToolStep, Trajectory
+from .model.violation import Violation
 from .policy import Policy, PolicyError
 from .processor import TrajectoryProcessor
+from .reading.confirmations import record_confirmation
 from .rules import Check, Finish, Rule
-from .trajectory import LLMCall, ToolStep, Trajectory
-from .violation import Violation
 
 __version__ = "0.1.0"
+
+legacy.install()  # the module paths of 0.1 (otel_agenteval.trajectory, ...), for one release
 
 __all__ = [
     "ActionBlocked",

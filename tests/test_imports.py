@@ -10,11 +10,71 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".ci"))
 
-from import_graph import cycles, modules  # noqa: E402
+from import_graph import cycles, graph, modules  # noqa: E402
 
 
 def test_no_import_cycles() -> None:
     assert cycles(ROOT / "otel_agenteval") == []
+
+
+# The house by stage, lowest first: a package may import only packages on an earlier line (or
+# itself). Front doors on one line do not import each other. docs/architecture.md says why.
+STAGES = [
+    ["model"],
+    ["policy"],
+    ["reading"],
+    ["rules"],
+    ["engine"],
+    ["metrics"],
+    ["guard"],
+    ["processor"],
+    ["zero_code", "replay", "scoring"],
+    ["receiver"],
+    ["cli"],
+    ["legacy"],  # old module paths, for one release: imports nothing, by name only
+    ["__init__", "__main__"],
+]
+RANK = {name: rank for rank, names in enumerate(STAGES) for name in names}
+
+
+def package_of(module: str) -> str:
+    """``otel_agenteval.engine.store`` -> ``engine``; the package's own ``__init__`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def against_the_stages(g: dict[str, set[str]]) -> list[str]:
+    """The imports between packages that do not point to an earlier stage."""
+    return sorted(
+        f"{src} imports {dst}"
+        for src, targets in g.items()
+        for dst in targets
+        if package_of(src) != package_of(dst) and RANK[package_of(dst)] >= RANK[package_of(src)]
+    )
+
+
+def test_imports_go_down_the_stages() -> None:
+    """Every import between packages points to an earlier stage (lazy and type-only ones too)."""
+    g = graph(ROOT / "otel_agenteval")
+    packages = {package_of(m) for m in g}
+    assert packages <= RANK.keys(), f"place these in STAGES: {sorted(packages - RANK.keys())}"
+    assert against_the_stages(g) == [], "\n".join(against_the_stages(g))
+
+
+def test_only_the_front_doors_sit_at_the_package_root() -> None:
+    root = {p.stem for p in (ROOT / "otel_agenteval").glob("*.py")}
+    assert root == {"__init__", "__main__", "processor", "zero_code"}
+
+
+def test_the_stage_test_catches_an_import_against_the_order(tmp_path: Path) -> None:
+    """The check above is not vacuous: an engine module importing metrics is found."""
+    import shutil
+
+    copy = tmp_path / "otel_agenteval"
+    shutil.copytree(ROOT / "otel_agenteval", copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    store = copy / "engine" / "store.py"
+    store.write_text(store.read_text() + "\nfrom ..metrics import catalogue  # noqa\n")
+    assert against_the_stages(graph(copy)) == ["otel_agenteval.engine.store imports otel_agenteval.metrics.catalogue"]
 
 
 # Third-party packages are imported once in a parent process; each module of ours is then
@@ -51,3 +111,38 @@ def test_the_module_diagram_in_the_docs_is_the_codes() -> None:
     from module_diagram import DOC, block, in_doc
 
     assert in_doc(DOC.read_text()) == block(), "run: python .ci/module_diagram.py --write"
+
+
+def test_the_module_paths_of_0_1_still_import_with_a_warning() -> None:
+    """An old path is the module at its new home (one object), with a DeprecationWarning naming it."""
+    code = r"""
+import importlib, warnings
+import otel_agenteval
+from otel_agenteval.legacy import MOVED
+warnings.simplefilter("error")
+import otel_agenteval.model.trajectory as new
+try:
+    import otel_agenteval.trajectory
+except DeprecationWarning as w:
+    assert "otel_agenteval.model.trajectory" in str(w), w
+else:
+    raise SystemExit("no warning")
+warnings.simplefilter("ignore")
+from otel_agenteval.trajectory import Trajectory
+assert Trajectory is new.Trajectory
+from otel_agenteval.hooks.plain import guarded
+from otel_agenteval.exposition import serve, wsgi_app
+from otel_agenteval.policy import Policy, ToolPolicy
+from otel_agenteval.guard import Guard, default_guard
+for old, moved_to in MOVED.items():
+    assert importlib.import_module("otel_agenteval." + old) is importlib.import_module("otel_agenteval." + moved_to), old
+try:
+    import otel_agenteval.no_such_module
+except ModuleNotFoundError:
+    pass
+else:
+    raise SystemExit("a path never there imported")
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

@@ -250,7 +250,7 @@ def test_keys_past_the_key_cache_read_the_same(read: Reader) -> None:
 
 
 def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
-    from otel_agenteval._build import compiled_modules
+    from otel_agenteval.cli.build import compiled_modules
     from otel_agenteval.replay.protobuf import WIRE_SPANS
 
     compiled = "replay.wire" in compiled_modules()

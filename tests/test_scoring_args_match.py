@@ -11,7 +11,7 @@ import pytest
 from scoring_support import Runner
 from trace_files import otlp_json_lines
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 from otel_agenteval.scoring import CasesError, cases_from_dict
 from otel_agenteval.scoring.cases import ExpectedCall
 

@@ -22,6 +22,9 @@ violations are the ones the live processor finds for the same spans. Held spans 
 memory on big inputs). Bad input is reported through ``on_reject`` (default: stderr) and
 counted; ``strict=True`` raises :class:`RejectedInput` at the first bad record. A file that
 cannot be read raises :class:`InputError`. Formats: see :mod:`otel_agenteval.replay.readers`.
+
+A front door: imports the stages (``engine`` and below); imported by ``scoring``, ``receiver`` and
+``cli``.
 """
 
 from __future__ import annotations
@@ -32,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine import Engine
-from ..policy import Policy
-from ..store import SpanClock
-from ..trajectory import Trajectory
-from ..violation import Violation
+from ..engine.engine import Engine
+from ..engine.store import SpanClock
+from ..model.trajectory import Trajectory
+from ..model.violation import Violation
+from ..policy.policy import Policy
 from .feed import Feeder
 from .readers import InputError, ReadCounts, RejectedInput, iter_batches, iter_spans
 from .spanview import RecordedSpan

@@ -1,11 +1,14 @@
 """Rules: small plain callables ``rule(event, check) -> violations`` (see :mod:`.check`).
 
 The built-in rules, one module per family; :data:`KNOWN_RULES` names every rule a violation can carry.
+
+Stage 4 of 6: imports ``model``, ``policy``, ``reading``. A rule reads; it changes nothing but its own
+state on the check.
 """
 
 from __future__ import annotations
 
-from ..rule_names import EMITTED_BY, KNOWN_RULES
+from ..model.rule_names import EMITTED_BY, KNOWN_RULES
 from .budgets import budget_breach
 from .check import ALL_EVENTS, Check, Event, Finish, Preview, Rule, applies_to
 from .confirmation import unauthorized_action, write_without_confirmation

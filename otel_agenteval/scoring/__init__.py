@@ -3,6 +3,8 @@
     cases = load_cases("cases.yaml")
     score = score_run(trajectory, cases[0], policy, violations)
     score.verdict, score.reasons, score.coverage, score.argument_accuracy
+
+A front door: imports ``replay`` and the stages; the ``score`` command is ``cli/score.py``.
 """
 
 from .cases import CasesError, ResolvedCase, cases_from_dict, cases_from_text, load_cases

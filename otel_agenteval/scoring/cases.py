@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..config_file import error_lines, load_yaml, read_text, with_lines
+from ..policy.config_file import error_lines, load_yaml, read_text, with_lines
 from .arguments import ExpectedCall
 from .case_file import (
     ORDERS,

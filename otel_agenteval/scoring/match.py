@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trajectory import rebuild
+from ..model.trajectory import rebuild
 from .references import ReferencePath
 
 UNMATCHED = 10**9  # the cost of a reference step left unmatched; above any sum of pair costs

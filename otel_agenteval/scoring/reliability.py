@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any, Protocol
 
-from ..summary import percentile
+from ..model.summary import percentile
 from .references import ResolvedCase
 
 

@@ -1,7 +1,7 @@
 """What scoring one run gives: a :class:`RunScore` (verdict, reasons, the four numbers) and its
 per-step table of :class:`StepMark`; both as dicts for the reports. ``score.py`` fills them in.
 
-Both are compiled (``_build.py``) and write their ``__init__`` out, since a generated one would run
+Both are compiled (``cli/build.py``) and write their ``__init__`` out, since a generated one would run
 as Python; ``rebuild`` gives them ``__reduce__`` (copy and pickle) in both builds.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recovery import Recovery, recovery_rate
-from ..trajectory import parse_arguments, rebuild
+from ..model.recovery import Recovery, recovery_rate
+from ..model.trajectory import parse_arguments, rebuild
 from .transcript import hidden
 
 

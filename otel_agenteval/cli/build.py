@@ -1,0 +1,69 @@
+"""Which build is running: the hot path compiled with mypyc (see setup.py), or plain Python."""
+
+from __future__ import annotations
+
+import importlib
+
+# the modules setup.py compiles (it reads this list)
+COMPILED_MODULES = (
+    "engine.engine",
+    "engine.routing",
+    "engine.store",
+    "engine.dispatch",
+    "engine.assemble",
+    "engine.finalise",
+    "engine.events",
+    "engine.sinks",
+    "engine.self_stats",
+    "reading.labels",
+    "engine.threadstate",
+    "reading.extract",
+    "reading.spans",
+    "reading.span_values",
+    "reading.tool_steps",
+    "model.trajectory",
+    "model.steps",
+    "model.arguments",
+    "metrics.prometheus",
+    "metrics.blindspots",
+    "metrics.series",
+    "reading.confirmations",
+    "guard.guard",
+    "guard.holds",
+    "model.recovery",
+    "reading.semconv",
+    "replay.feed",
+    "replay.live",
+    "replay.readers",
+    "replay.counts",
+    "replay.protobuf",
+    "replay.wire",
+    "replay.wire_format",
+    "scoring.score",
+    "scoring.run_score",
+    "scoring.match",
+    "scoring.store",
+    "scoring.report",
+    "model.normalise",
+    "scoring.bind",
+    "scoring.transcript",
+    "scoring.reliability",
+)
+
+
+def compiled_modules() -> list[str]:
+    """The modules of :data:`COMPILED_MODULES` that were loaded from a compiled extension."""
+    out = []
+    for name in COMPILED_MODULES:
+        path = getattr(importlib.import_module(f"otel_agenteval.{name}"), "__file__", "") or ""
+        if not path.endswith(".py"):
+            out.append(name)
+    return out
+
+
+def build_name() -> str:
+    """``"compiled (mypyc)"``, ``"plain Python"``, or ``"partly compiled"`` for a broken build."""
+    n = len(compiled_modules())
+    if n == len(COMPILED_MODULES):
+        return "compiled (mypyc)"
+    return "plain Python" if n == 0 else "partly compiled"
