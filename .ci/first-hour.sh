@@ -47,7 +47,7 @@ if grep -Ei 'deprecat|BackendWarning|SetuptoolsWarning' "$work/build.log" >&2; t
   exit 1
 fi
 tar tzf "$work/dist"/otel_agenteval-*.tar.gz >"$work/sdist.txt"
-grep -q 'otel_agenteval/replay/_wire_c.c' "$work/sdist.txt" \
+grep -q 'otel_agenteval/replay/formats/_wire_c.c' "$work/sdist.txt" \
   || { say "FAILED: the sdist lacks the C sources a compiled build needs"; exit 1; }
 say "built $(cd "$work/dist" && echo *)"
 

@@ -1,4 +1,4 @@
-"""Fuzz the C wire reader (``replay/_wire_c.c`` over ``_wire_format.c``) under AddressSanitizer
+"""Fuzz the C wire reader (``replay/formats/_wire_c.c`` over ``_wire_format.c``) under AddressSanitizer
 and UndefinedBehaviorSanitizer, with atheris (libFuzzer for Python).
 
 The two C files are compiled again with clang (``-fsanitize=address,undefined,fuzzer-no-link``:
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "otel_agenteval" / "replay" / n for n in ("_wire_c.c", "_wire_format.c", "_wire_format.h")]
+SOURCES = [ROOT / "otel_agenteval" / "replay" / "formats" / n for n in ("_wire_c.c", "_wire_format.c", "_wire_format.h")]
 # compiled with the sanitizers; linked without their runtime (the child preloads atheris's)
 FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined,fuzzer-no-link",
          "-fno-sanitize-recover=all", "-fPIC"]
@@ -190,10 +190,10 @@ def child(so: Path, argv: list[str]) -> None:
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from otel_agenteval.replay.native import reader
-    from otel_agenteval.replay.protobuf import request_spans
+    from otel_agenteval.replay.formats.native import reader
+    from otel_agenteval.replay.formats.protobuf import request_spans
 
-    spec = importlib.util.spec_from_file_location("otel_agenteval.replay._wire_c", so)
+    spec = importlib.util.spec_from_file_location("otel_agenteval.replay.formats._wire_c", so)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -102,7 +102,7 @@ def test_a_scored_run_with_recoveries_copies_and_pickles(how: str) -> None:
     import copy
     import pickle
 
-    from otel_agenteval.scoring.cases import cases_from_text
+    from otel_agenteval.scoring.cases.load import cases_from_text
     from otel_agenteval.scoring.score import score_run
 
     t, _ = trajectory([fail(A), A, B])

@@ -1,4 +1,4 @@
-"""The C wire reader (``replay/_wire_c.c``) fuzzed for a few seconds under AddressSanitizer and
+"""The C wire reader (``replay/formats/_wire_c.c``) fuzzed for a few seconds under AddressSanitizer and
 UBSan, as ``benchmarks/fuzz_wire_c.py`` runs it for longer: libFuzzer's mutations (atheris) of
 real captures and malformed bodies, each read also by protobuf, any difference or sanitizer
 report a failure. The canary shows the sanitizer is live in the child (a use-after-free there

@@ -12,10 +12,11 @@ from typing import Any
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..policy.policy import Policy
-from ..scoring import compare, formats, overview, report
 from ..scoring.bind import case_id_of, load_mapping
-from ..scoring.cases import DEFAULT_STEPS_FACTOR, ORDERS, ResolvedCase, load_cases
+from ..scoring.cases.load import DEFAULT_STEPS_FACTOR, ORDERS, ResolvedCase, load_cases
 from ..scoring.reliability import CaseResult, check_trials
+from ..scoring.report import compare, formats, overview
+from ..scoring.report import document as report
 from ..scoring.score import score_run
 from ..scoring.store import RunStore
 from .check_policy import load_policy
@@ -154,7 +155,7 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
             doc = {**doc, "compare": {**cmp, "plot": None if skipped else str(args.plot),
                                        "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
     if args.format == "html":
-        from ..scoring.html import labels_title, write_html
+        from ..scoring.report.html import labels_title, write_html
 
         write_html(doc, out, cmp, title=labels_title(labels), candidates=list(zip(labels, docs)))
     elif args.format == "json":

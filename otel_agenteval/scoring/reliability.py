@@ -15,7 +15,7 @@ from math import comb
 from typing import Any, Protocol
 
 from ..model.summary import percentile
-from .references import ResolvedCase
+from .cases.references import ResolvedCase
 
 
 class ScoredRun(Protocol):

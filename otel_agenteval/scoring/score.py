@@ -25,8 +25,8 @@ from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..policy.policy import Policy
 from .bind import trial_of
+from .cases.references import ReferencePath, ResolvedCase
 from .match import Match, fitting_steps, match
-from .references import ReferencePath, ResolvedCase
 from .run_score import RunScore, StepMark
 from .transcript import messages_of_run
 

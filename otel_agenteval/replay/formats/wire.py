@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from opentelemetry.trace import SpanKind
 
-from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from ..spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _KIND, _STATUS, REMOTE_PARENT, end_time
 from .wire_format import ONE_FIELD, Unusual, be64, fixed64, key_value, length, read_tag, skip, varint
 

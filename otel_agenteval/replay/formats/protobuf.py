@@ -16,10 +16,10 @@ from typing import IO, Any
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ..counts import InputError, ReadCounts, gc_paused
+from ..spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from . import wire
-from .counts import InputError, ReadCounts, gc_paused
 from .native import native_spans
-from .spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _KIND, _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
 
 # Compiled, the wire reader takes a third of the time of protobuf's parser + request_spans, and

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any, TextIO
 
-from .report import SETS, Runs
+from .document import SETS, Runs
 
 _RANK = {"pass": 0, "warn": 1, "fail": 2}
 

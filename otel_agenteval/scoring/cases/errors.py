@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..policy.config_file import ConfigError
+from ...policy.config_file import ConfigError
 
 
 class CasesError(ConfigError):

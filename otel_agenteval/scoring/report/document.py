@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 import orjson
 
-from .reliability import CaseResult, efficiency, pass_hat_k, set_summary
-from .store import RunRecord, run_json
+from ..reliability import CaseResult, efficiency, pass_hat_k, set_summary
+from ..store import RunRecord, run_json
 
 SETS = ("regression", "capability")
 UNBOUND_LISTED = 1000  # runs bound to no case, listed by trace id (the rest counted)

@@ -19,7 +19,7 @@ from html import escape
 from typing import Any, TextIO
 
 from .charts import curve_svg, plane_svg
-from .report import SETS, Runs, _run_efficiency, _unbound, _unbound_why, gate_line
+from .document import SETS, Runs, _run_efficiency, _unbound, _unbound_why, gate_line
 
 RUNS_PER_CASE = 200  # runs shown per case, failed first
 _ORDER = ("fail", "warn", "pass")

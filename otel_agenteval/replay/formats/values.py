@@ -13,7 +13,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind, StatusCode
 
-from .spanview import STATUS_ERROR, STATUS_OK, STATUS_UNSET, RecordedContext, RecordedSpan, RecordedStatus
+from ..spanview import STATUS_ERROR, STATUS_OK, STATUS_UNSET, RecordedContext, RecordedSpan, RecordedStatus
 
 
 class Bad(ValueError):

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .otlp_json import _any_value, _hex_id, _parent_hex
-from .spanview import (
+from ..spanview import (
     EMPTY_RESOURCE,
     STATUS_UNSET,
     RecordedContext,
@@ -20,6 +19,7 @@ from .spanview import (
     RecordedSpan,
     RecordedStatus,
 )
+from .otlp_json import _any_value, _hex_id, _parent_hex
 from .values import _KIND, _SLOW, _STATUS, Bad, shared_parent
 
 # Same spans as the dict path (:mod:`.otlp_json`) for about a third less work: no dict per key/value pair or

@@ -14,9 +14,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..spanview import RecordedSpan
 from .otlp_json import otlp_json_request
 from .sdk_json import sdk_span
-from .spanview import RecordedSpan
 from .values import Bad
 
 try:  # orjson is ~3x faster on these documents; json is the fallback

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from .report import SETS, Runs, gate_line
+from .document import SETS, Runs, gate_line
 
 WORST_SHOWN = 5  # failing runs listed
 CASES_SHOWN = 12  # cases listed (failing first); the rest counted

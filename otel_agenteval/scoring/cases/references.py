@@ -13,17 +13,7 @@ from itertools import pairwise
 from typing import Any
 
 from .arguments import ExpectedCall
-from .case_file import (
-    Alternative,
-    ArgsOverride,
-    Budget,
-    Call,
-    Case,
-    Normalisers,
-    Reference,
-    Thresholds,
-    ToolNormalisers,
-)
+from .schema import Alternative, ArgsOverride, Budget, Call, Case, Normalisers, Reference, Thresholds, ToolNormalisers
 
 DEFAULT_STEPS_FACTOR = 2.0  # the step ceiling without a budget: this many times the reference length
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..model.normalise import PLAIN, ArgumentRule
+from ...model.normalise import PLAIN, ArgumentRule
 
 _MISSING = object()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
-from .report import SETS, _call, _curve, _fmt_acc, _money, _rate, _run_efficiency, _unbound, _unbound_why, gate_line
+from .document import SETS, _call, _curve, _fmt_acc, _money, _rate, _run_efficiency, _unbound, _unbound_why, gate_line
 
 
 def _eff_cells(e: dict[str, Any]) -> str:

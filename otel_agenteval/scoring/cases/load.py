@@ -17,9 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..policy.config_file import error_lines, load_yaml, read_text, with_lines
+from ...policy.config_file import error_lines, load_yaml, read_text, with_lines
 from .arguments import ExpectedCall
-from .case_file import (
+from .errors import CasesError
+from .evalset import evalset_to_cases, is_evalset
+from .references import DEFAULT_STEPS_FACTOR, ReferencePath, ResolvedCase
+from .schema import (
     ORDERS,
     Alternative,
     ArgsMatch,
@@ -35,9 +38,6 @@ from .case_file import (
     Thresholds,
     ToolNormalisers,
 )
-from .errors import CasesError
-from .evalset import evalset_to_cases, is_evalset
-from .references import DEFAULT_STEPS_FACTOR, ReferencePath, ResolvedCase
 
 # the names importable from here, as before the schema and the resolved forms had modules of their own
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..model.normalise import build
+from ...model.normalise import build
 
 Order = Literal["exact", "in_order", "any_order", "superset", "unordered", "subset"]
 ORDERS: tuple[str, ...] = ("exact", "in_order", "any_order", "superset", "unordered", "subset")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from .spanview import EMPTY_RESOURCE, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from ..spanview import EMPTY_RESOURCE, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _ENTRY_KINDS, _SDK_KIND, _STATUS, _STATUS_CODE, Bad
 
 

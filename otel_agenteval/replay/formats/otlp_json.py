@@ -11,7 +11,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from .spanview import (
+from ..spanview import (
     EMPTY_RESOURCE,
     STATUS_UNSET,
     RecordedContext,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import SETS
+from .document import SETS
 
 
 def comparison(labels: Sequence[str], docs: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:

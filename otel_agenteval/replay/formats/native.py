@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from .spanview import RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from ..spanview import RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
 from .values import _KIND, _STATUS, end_time
 
 _wire_c: Any
