@@ -253,7 +253,7 @@ def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
     from otel_agenteval.cli.build import compiled_modules
     from otel_agenteval.replay.formats.protobuf import WIRE_SPANS
 
-    compiled = "replay.wire" in compiled_modules()
+    compiled = "replay.formats.wire" in compiled_modules()
     assert (WIRE_SPANS is not None) == compiled
     assert (native_spans is not None) == compiled and (not compiled or WIRE_SPANS is native_spans)
 
