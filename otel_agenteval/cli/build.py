@@ -40,6 +40,7 @@ COMPILED_MODULES = (  # by stage, as the package is laid out
     "replay.formats.wire_format",
     "replay.live",
     "replay.readers",
+    "replay.tree",
     "scoring.bind",
     "scoring.match",
     "scoring.reliability",
