@@ -28,6 +28,7 @@ from .guard_policy import GuardMode
 from .metrics import GuardMetrics
 from .routing import Run
 from .rules import Check, Preview, Rule
+from .spans import FAST_SPANS, attributes_of
 from .store import Store, conversation_key
 from .trajectory import ToolStep, Trajectory
 from .violation import Violation
@@ -38,16 +39,17 @@ TRACER_NAME: Final = "otel_agenteval.guard"
 class GuardPlan:
     """What the guard does for one tool name, decided on its first check."""
 
-    __slots__ = ("fail_closed", "gated", "mode", "on_repeat", "rules", "write")
+    __slots__ = ("allowed", "fail_closed", "gated", "mode", "on_repeat", "rules", "write")
 
-    def __init__(self, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], gated: tuple[Rule, ...], write: bool,
-                 mode: GuardMode, fail_closed: bool) -> None:
+    def __init__(self, tool: str, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], gated: tuple[Rule, ...],
+                 write: bool, mode: GuardMode, fail_closed: bool) -> None:
         self.rules = rules
         self.on_repeat = on_repeat
         self.gated = gated
         self.write = write
         self.mode = mode
         self.fail_closed = fail_closed
+        self.allowed = Decision(tool, True, mode=mode)  # the answer when no rule finds anything: built once
 
 
 def _guarding(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
@@ -87,12 +89,13 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
-            decision, run, t = self._decide(tool, arguments, span, plan)
+            on_tool_span = _is_tool_span(span)
+            decision, run, t = self._decide(tool, arguments, span, on_tool_span, plan)
         except Exception:  # noqa: BLE001 - a broken rule or state: the policy says which way to fail
             return self._failed(tool, plan, span)
         if decision.would_block or plan.write:
             try:
-                self._record(span, decision, run is not None and _is_tool_span(span), t)
+                self._record(span, decision, run is not None and on_tool_span, t)
             except Exception:  # noqa: BLE001 - the decision stands; the failure to record it is counted
                 self._metrics.errors.labels("record").inc()
         return decision
@@ -103,7 +106,7 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
-            return self._decide(tool, arguments, span, plan, promise=False)[0]
+            return self._decide(tool, arguments, span, _is_tool_span(span), plan, promise=False)[0]
         except Exception:  # noqa: BLE001 - as check() would: the policy's way to fail
             return Decision(tool, not plan.fail_closed or plan.mode == "observe", plan.fail_closed, plan.mode,
                             GUARD_ERROR if plan.fail_closed else None, error=True)
@@ -130,19 +133,19 @@ class Guard:
         own = g.tools.get(tool)
         mode = own.mode if own is not None and own.mode is not None else g.mode
         fail = own.on_error if own is not None and own.on_error is not None else g.on_error
-        plan = GuardPlan(_guarding(d.rules), _guarding(d.on_repeat), self._gated, d.write, mode,
+        plan = GuardPlan(tool, _guarding(d.rules), _guarding(d.on_repeat), self._gated, d.write, mode,
                          fail == "closed" if fail is not None else tool in self._confirming)
         if len(self._plans) < MAX_PLANS:
             self._plans[tool] = plan
         return plan
 
-    def _decide(self, tool: str, arguments: Any, span: Any, plan: GuardPlan,
+    def _decide(self, tool: str, arguments: Any, span: Any, on_tool_span: bool, plan: GuardPlan,
                 promise: bool = True) -> tuple[Decision, Run | None, Trajectory]:
         ctx = span.get_span_context()
         sid: int = ctx.span_id
         run = self._routes.get(sid) if sid else None
         t = self._view(run, ctx.trace_id)
-        bound = run is not None and _is_tool_span(span)
+        bound = run is not None and on_tool_span
         start = getattr(span, "start_time", None) if bound else None
         now = start or time.time_ns()
         step = ToolStep(tool, now, now, sid if bound else 0, ctx.trace_id, raw_arguments=arguments or {})
@@ -186,11 +189,11 @@ class Guard:
 
     def _decision(self, tool: str, plan: GuardPlan, found: list[Violation]) -> Decision:
         if not found:
-            return Decision(tool, True, mode=plan.mode)
+            return plan.allowed
         blocking = tuple(v for v in found if v.rule not in self._allow)
         warnings = tuple(v for v in found if v.rule in self._allow)
         if not blocking:
-            return Decision(tool, True, mode=plan.mode, warnings=warnings)
+            return Decision(tool, True, mode=plan.mode, warned=warnings)
         first = blocking[0]
         return Decision(tool, plan.mode == "observe", True, plan.mode, first.rule, first.severity, first.message,
                         all(v.rule in CONFIRMATION_RULES for v in blocking), blocking, warnings)
@@ -262,7 +265,7 @@ def default_guard() -> Guard:
 
 def _is_tool_span(span: Any) -> bool:
     """Whether the active span is a tool call's own span (so the decision goes on it)."""
-    attrs = getattr(span, "attributes", None)
+    attrs = attributes_of(span) if type(span) in FAST_SPANS else getattr(span, "attributes", None)
     if not attrs:
         return False
     return bool(attrs.get(sc.OPERATION_NAME) == sc.OP_EXECUTE_TOOL or attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL)
