@@ -16,11 +16,11 @@ import time
 from typing import Any, Final
 
 from opentelemetry import trace
-from opentelemetry.context import Context
+from opentelemetry.context import Context, attach, detach
 
 from . import _semconv as sc
 from ._threadstate import enter, leave
-from .confirmations import Hold
+from .confirmations import Hold, record_confirmation
 from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision
 from .dispatch import MAX_PLANS, Dispatch, repeated
 from .guard_holds import Holds
@@ -89,7 +89,7 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
-            on_tool_span = _is_tool_span(span)
+            on_tool_span = _is_tool_span(span, tool)
             decision, run, t = self._decide(tool, arguments, span, on_tool_span, plan)
         except Exception:  # noqa: BLE001 - a broken rule or state: the policy says which way to fail
             return self._failed(tool, plan, span)
@@ -106,7 +106,7 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
-            return self._decide(tool, arguments, span, _is_tool_span(span), plan, promise=False)[0]
+            return self._decide(tool, arguments, span, _is_tool_span(span, tool), plan, promise=False)[0]
         except Exception:  # noqa: BLE001 - as check() would: the policy's way to fail
             return Decision(tool, not plan.fail_closed or plan.mode == "observe", plan.fail_closed, plan.mode,
                             GUARD_ERROR if plan.fail_closed else None, error=True)
@@ -117,6 +117,30 @@ class Guard:
         if not decision.allowed:
             raise ActionBlocked(decision)
         return decision
+
+    def record_confirmation(self, tool: str, arguments: Any = None, *, at_ns: int | None = None,
+                            context: Context | None = None) -> None:
+        """Record that the user confirmed calling ``tool`` with ``arguments``, in the run of the span
+        active in ``context``, on the guard's tracer provider (see
+        :func:`~otel_agenteval.record_confirmation`): a hook turns a framework's approval into the
+        confirmation both the guard and the processor's rule then find."""
+        args = arguments if isinstance(arguments, dict) else {} if arguments is None else {"input": arguments}
+        token = attach(context) if context is not None else None
+        try:
+            record_confirmation(tool, args, self._tracer, at_ns=at_ns)
+        finally:
+            if token is not None:
+                detach(token)
+
+    def awaiting_approval(self, decision: Decision, *, context: Context | None = None) -> None:
+        """Mark the tool span active in ``context`` as a call held for the user's approval (a
+        framework asks for it, as ``needs_approval`` does): the call does not run now, so the
+        processor takes the span as no step (the approved call, when it runs, is the step). Not
+        counted as blocked: asking is not stopping."""
+        span = trace.get_current_span(context)
+        if _is_tool_span(span, decision.tool):
+            span.set_attributes({sc.AE_GUARD_DECISION: "needs_approval", sc.AE_GUARD_RULE: decision.rule or GUARD_ERROR,
+                                 sc.AE_BLOCKED: True})
 
     @property
     def in_flight(self) -> int:
@@ -247,7 +271,7 @@ class Guard:
                             f"the guard could not decide on {tool} (internal error); it fails closed", error=True)
         try:
             run = self._routes.get(span.get_span_context().span_id)
-            self._record(span, decision, run is not None and _is_tool_span(span), self._view(run, 0))
+            self._record(span, decision, run is not None and _is_tool_span(span, tool), self._view(run, 0))
         except Exception:  # noqa: BLE001 - recording is best effort here: the decision stands
             pass
         return decision
@@ -263,12 +287,15 @@ def default_guard() -> Guard:
     return _DEFAULT[0]
 
 
-def _is_tool_span(span: Any) -> bool:
-    """Whether the active span is a tool call's own span (so the decision goes on it)."""
+def _is_tool_span(span: Any, tool: str) -> bool:
+    """Whether the active span is a tool call's own span (so the decision goes on it): marked so
+    by its attributes, or, for frameworks that set them only when it ends (Google ADK), named
+    ``execute_tool <tool>`` as GenAI semconv names it."""
     attrs = attributes_of(span) if type(span) in FAST_SPANS else getattr(span, "attributes", None)
-    if not attrs:
-        return False
-    return bool(attrs.get(sc.OPERATION_NAME) == sc.OP_EXECUTE_TOOL or attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL)
+    if attrs and (attrs.get(sc.OPERATION_NAME) == sc.OP_EXECUTE_TOOL or attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL):
+        return True
+    name = getattr(span, "name", None)
+    return name is not None and name == f"{sc.OP_EXECUTE_TOOL} {tool}"
 
 
 __all__ = ["ActionBlocked", "Decision", "Guard", "GuardPlan", "default_guard"]
