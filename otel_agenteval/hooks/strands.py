@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.hooks import BeforeToolCallEvent, HookRegistry
 
 from ..decision import ActionBlocked
 from ..guard import Guard
@@ -21,8 +21,9 @@ from ..guard import Guard
 OnBlock = Literal["result", "raise"]
 
 
-class GuardHooks(HookProvider):
-    """A hook provider: ``guard`` decides each tool call before Strands runs it."""
+class GuardHooks:
+    """A hook provider (Strands' ``HookProvider`` protocol): ``guard`` decides each tool call before
+    Strands runs it."""
 
     def __init__(self, guard: Guard, on_block: OnBlock = "result") -> None:
         self.guard = guard
