@@ -108,8 +108,8 @@ class Guard:
         try:
             return self._decide(tool, arguments, span, _is_tool_span(span, tool), plan, promise=False)[0]
         except Exception:  # noqa: BLE001 - as check() would: the policy's way to fail
-            return Decision(tool, not plan.fail_closed or plan.mode == "observe", plan.fail_closed, plan.mode,
-                            GUARD_ERROR if plan.fail_closed else None, error=True)
+            return Decision(tool, allowed=not plan.fail_closed or plan.mode == "observe", would_block=plan.fail_closed,
+                            mode=plan.mode, rule=GUARD_ERROR if plan.fail_closed else None, error=True)
 
     def enforce(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
         """:meth:`check`, raising :class:`ActionBlocked` when the call must not run."""
@@ -219,8 +219,10 @@ class Guard:
         if not blocking:
             return Decision(tool, True, mode=plan.mode, warned=warnings)
         first = blocking[0]
-        return Decision(tool, plan.mode == "observe", True, plan.mode, first.rule, first.severity, first.message,
-                        all(v.rule in CONFIRMATION_RULES for v in blocking), blocking, warnings)
+        return Decision(tool, allowed=plan.mode == "observe", would_block=True, mode=plan.mode, rule=first.rule,
+                        severity=first.severity, message=first.message,
+                        needs_confirmation=all(v.rule in CONFIRMATION_RULES for v in blocking), found=blocking,
+                        warned=warnings)
 
     def _view(self, run: Run | None, trace_id: int) -> Trajectory:
         """The run's trajectory as it is; for a run with nothing recorded yet (or none), an empty
@@ -267,8 +269,9 @@ class Guard:
         self._metrics.errors.labels("closed" if closed else "open").inc()
         if not closed:
             return Decision(tool, True, mode=plan.mode, error=True)
-        decision = Decision(tool, plan.mode == "observe", True, plan.mode, GUARD_ERROR, "critical",
-                            f"the guard could not decide on {tool} (internal error); it fails closed", error=True)
+        decision = Decision(tool, allowed=plan.mode == "observe", would_block=True, mode=plan.mode, rule=GUARD_ERROR,
+                            severity="critical",
+                            message=f"the guard could not decide on {tool} (internal error); it fails closed", error=True)
         try:
             run = self._routes.get(span.get_span_context().span_id)
             self._record(span, decision, run is not None and _is_tool_span(span, tool), self._view(run, 0))
