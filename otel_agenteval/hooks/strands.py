@@ -5,8 +5,9 @@
 On ``BeforeToolCallEvent`` (inside the event loop cycle's span, before Strands opens the tool's
 own span) the guard decides; a stopped call is cancelled with :attr:`Decision.reason` as its
 message, which Strands hands the model as the tool's error result, so it can ask the user.
-``on_block="raise"`` raises :class:`ActionBlocked` instead. A stopped call gets an
-``agenteval.guard`` span of its own under the cycle's.
+``on_block="raise"`` raises :class:`ActionBlocked` instead, which ends the run (Strands wraps
+it: the agent call raises its ``EventLoopException``, the ``ActionBlocked`` as its
+``__cause__``). A stopped call gets an ``agenteval.guard`` span of its own under the cycle's.
 """
 
 from __future__ import annotations
