@@ -42,7 +42,7 @@ print(" ".join(failed))
 
 # Hooks for frameworks that live in their own environments (.ci/frameworks.sh): imported there, by
 # their end-to-end tests; here only where the framework happens to be installed.
-OWN_ENVIRONMENT = {"otel_agenteval.hooks.strands": "strands", "otel_agenteval.hooks.google_adk": "google.adk"}
+OWN_ENVIRONMENT = {"otel_agenteval.guard.hooks.strands": "strands", "otel_agenteval.guard.hooks.google_adk": "google.adk"}
 
 
 def _installed(module: str) -> bool:

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from test_openai_agents import CannedModel
 
 from otel_agenteval import Policy
-from otel_agenteval.hooks.openai_agents import guard_input, needs_confirmation
+from otel_agenteval.guard.hooks.openai_agents import guard_input, needs_confirmation
 
 POLICY = Policy.from_dict({
     "tools": {"create_claim": {"write": True},

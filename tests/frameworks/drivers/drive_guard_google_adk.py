@@ -30,7 +30,7 @@ from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from otel_agenteval.hooks.google_adk import guard_tool_call  # noqa: E402
+from otel_agenteval.guard.hooks.google_adk import guard_tool_call  # noqa: E402
 
 
 class ScriptedLlm(BaseLlm):

@@ -22,7 +22,7 @@ run = sc.Run(set_global=True, policy=gs.POLICY)  # Strands takes the global trac
 from strands import Agent, tool  # noqa: E402
 from strands.models.model import Model  # noqa: E402
 
-from otel_agenteval.hooks.strands import GuardHooks  # noqa: E402
+from otel_agenteval.guard.hooks.strands import GuardHooks  # noqa: E402
 
 
 class ScriptedModel(Model):
