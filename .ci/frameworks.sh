@@ -22,8 +22,8 @@ pytest_pins=(pytest==9.2.0 pytest-timeout==2.4.0)
 envs=${OTEL_AGENTEVAL_FRAMEWORKS:-strands google-adk crewai smolagents agent-framework autogen}
 
 declare -A tests=(
-  [strands]="test_strands.py test_examples.py"
-  [google-adk]="test_google_adk.py test_install_beside.py test_examples.py"
+  [strands]="test_strands.py test_guard_strands.py test_examples.py"
+  [google-adk]="test_google_adk.py test_guard_google_adk.py test_install_beside.py test_examples.py"
   [crewai]="test_crewai.py"
   [smolagents]="test_smolagents.py"
   [agent-framework]="test_agent_framework.py"

@@ -9,8 +9,10 @@ call runs inside its own open tool span, as the hooks call it. Wall-clock percen
 (perf_counter) and the CPU time per call over the batch (thread_time: what a busy box's
 preemption leaves out); the hook's cost in CPU time, median of paired runs.
 
-Cases: ``confirmed_write`` (a refund its confirmation covers: allowed, the confirmation promised),
-``duplicate_write`` (blocked: recorded on the span, counted), ``read`` (an in-scope read).
+Cases: ``confirmed_write`` (a refund its confirmation covers: allowed, the confirmation promised,
+the decision on the span), ``duplicate_write`` (blocked: recorded on the span, counted; the
+after-the-fact rule's ``Violation`` is built only if the decision's ``violations`` are read, which
+nothing here does), ``read`` (an in-scope read).
 ``--conversations 1000``: 1,000 such runs open at once, the checks going round them.
 """
 

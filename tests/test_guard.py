@@ -108,6 +108,12 @@ def test_observe_mode_decides_what_the_processor_reports_call_for_call(make_proc
                                                   for rules in after]
     # what the processor reported is the same with the guard watching
     assert [v.rule for v in observed.violations] == [v.rule for v in alone.violations]
+    # and a decision's findings, built as Violations only when read, are those reports field for field
+    def key(v: Violation) -> tuple[str, str]:
+        return (v.span_id or "", v.rule)
+
+    built = [v for d in decisions for v in (*d.violations, *d.warnings)]
+    assert sorted(built, key=key) == sorted(observed.violations, key=key)
     would = sum(s.value for m in observed.registry.collect() if m.name == "agenteval_guard_would_block"
                 for s in m.samples if s.name.endswith("_total"))
     assert would == sum(1 for d in decisions if d.would_block)
@@ -249,6 +255,8 @@ def test_no_span_open_gets_a_guard_span_of_its_own(make_processor: Make) -> None
             for s in spans] == [("agenteval.guard", True, "write_without_confirmation")]
     assert h.value("agenteval_blocked_actions_total", service_name="unknown", agent_name="unknown",
                    rule="write_without_confirmation", tool="issue_refund") == 1
+    # the guard's own span is its record, not agent work the processor failed to read
+    assert h.value("agenteval_unread_spans_total", scope="otel_agenteval.guard") is None
 
 
 def test_asking_changes_nothing_the_processor_keeps(make_processor: Make) -> None:
@@ -272,3 +280,23 @@ def test_asking_changes_nothing_the_processor_keeps(make_processor: Make) -> Non
             [c.used for c in t.extra["confirmations"]]) == before
     assert [c.held for c in t.extra["confirmations"]] == [None]
     h.end(root, 3)
+
+
+def test_a_stopped_call_builds_its_violation_only_when_read(make_processor: Make,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    build = Check.build
+
+    def counted(self: Check, rule: str, *args: Any) -> Violation:
+        built.append(rule)
+        return build(self, rule, *args)
+
+    monkeypatch.setattr(Check, "build", counted)
+    h = make_processor(GUARD_POLICY)
+    guard = h.processor.guard(tracer_provider=h.provider)
+    d = guard.check("issue_refund", REFUND_A)
+    assert (d.rule, d.severity, built) == ("write_without_confirmation", "critical", [])  # decided, counted, recorded
+    [v] = d.violations
+    assert (v.rule, v.tool, v.message, built) == ("write_without_confirmation", "issue_refund", d.message,
+                                                  ["write_without_confirmation"])
+    assert d.violations == (v,) and built == ["write_without_confirmation"]  # built once

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..model.rule_names import Severity
 from ..model.violation import Violation
 from ..policy.guard_section import GuardMode
+from ..rules.check import Finding, built
 
 # the rules whose findings a confirmation from the user would clear
 CONFIRMATION_RULES = frozenset({"write_without_confirmation", "unauthorized_action"})
@@ -22,8 +23,9 @@ class Decision:
     call is still ``allowed`` (decided and counted, not stopped). ``rule``, ``severity`` and
     ``message`` are the first blocking finding's, word for word what the after-the-fact check
     reports; ``violations`` all of them, ``warnings`` the findings that do not block
-    (``guard.allow_rules``). ``needs_confirmation``: a confirmation from the user is all that is
-    missing. ``error``: the guard could not decide, and failed closed or open as the policy says.
+    (``guard.allow_rules``), each built as a :class:`Violation` only when read.
+    ``needs_confirmation``: a confirmation from the user is all that is missing. ``error``: the
+    guard could not decide, and failed closed or open as the policy says.
     """
 
     tool: str
@@ -34,9 +36,19 @@ class Decision:
     severity: Severity | None = None
     message: str | None = None
     needs_confirmation: bool = False
-    violations: tuple[Violation, ...] = ()
-    warnings: tuple[Violation, ...] = ()
+    found: tuple[Violation | Finding, ...] = ()  # the blocking findings, as the rules gave them
+    warned: tuple[Violation | Finding, ...] = ()  # the findings that do not block
     error: bool = False
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        """Every blocking finding, as the :class:`Violation` the processor would report."""
+        return tuple(built(v) for v in self.found)
+
+    @property
+    def warnings(self) -> tuple[Violation, ...]:
+        """The findings in ``guard.allow_rules``: noted, not blocking."""
+        return tuple(built(v) for v in self.warned)
 
     @property
     def blocked(self) -> bool:

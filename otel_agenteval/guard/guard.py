@@ -16,7 +16,7 @@ import time
 from typing import Any, Final
 
 from opentelemetry import trace
-from opentelemetry.context import Context
+from opentelemetry.context import Context, attach, detach
 
 from ..engine.dispatch import MAX_PLANS, Dispatch, repeated
 from ..engine.routing import Run
@@ -27,7 +27,8 @@ from ..model.trajectory import ToolStep, Trajectory
 from ..model.violation import Violation
 from ..policy.guard_section import GuardMode
 from ..reading import semconv as sc
-from ..reading.confirmations import Hold
+from ..reading.confirmations import Hold, record_confirmation
+from ..reading.spans import FAST_SPANS, attributes_of
 from ..rules import Check, Preview, Rule
 from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision
 from .holds import Holds
@@ -38,16 +39,17 @@ TRACER_NAME: Final = "otel_agenteval.guard"
 class GuardPlan:
     """What the guard does for one tool name, decided on its first check."""
 
-    __slots__ = ("fail_closed", "gated", "mode", "on_repeat", "rules", "write")
+    __slots__ = ("allowed", "fail_closed", "gated", "mode", "on_repeat", "rules", "write")
 
-    def __init__(self, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], gated: tuple[Rule, ...], write: bool,
-                 mode: GuardMode, fail_closed: bool) -> None:
+    def __init__(self, tool: str, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], gated: tuple[Rule, ...],
+                 write: bool, mode: GuardMode, fail_closed: bool) -> None:
         self.rules = rules
         self.on_repeat = on_repeat
         self.gated = gated
         self.write = write
         self.mode = mode
         self.fail_closed = fail_closed
+        self.allowed = Decision(tool, True, mode=mode)  # the answer when no rule finds anything: built once
 
 
 def _guarding(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
@@ -87,12 +89,13 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
-            decision, run, t = self._decide(tool, arguments, span, plan)
+            on_tool_span = _is_tool_span(span, tool)
+            decision, run, t = self._decide(tool, arguments, span, on_tool_span, plan)
         except Exception:  # noqa: BLE001 - a broken rule or state: the policy says which way to fail
             return self._failed(tool, plan, span)
         if decision.would_block or plan.write:
             try:
-                self._record(span, decision, run is not None and _is_tool_span(span), t)
+                self._record(span, decision, run is not None and on_tool_span, t)
             except Exception:  # noqa: BLE001 - the decision stands; the failure to record it is counted
                 self._metrics.errors.labels("record").inc()
         return decision
@@ -103,10 +106,10 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
-            return self._decide(tool, arguments, span, plan, promise=False)[0]
+            return self._decide(tool, arguments, span, _is_tool_span(span, tool), plan, promise=False)[0]
         except Exception:  # noqa: BLE001 - as check() would: the policy's way to fail
-            return Decision(tool, not plan.fail_closed or plan.mode == "observe", plan.fail_closed, plan.mode,
-                            GUARD_ERROR if plan.fail_closed else None, error=True)
+            return Decision(tool, allowed=not plan.fail_closed or plan.mode == "observe", would_block=plan.fail_closed,
+                            mode=plan.mode, rule=GUARD_ERROR if plan.fail_closed else None, error=True)
 
     def enforce(self, tool: str, arguments: Any = None, *, context: Context | None = None) -> Decision:
         """:meth:`check`, raising :class:`ActionBlocked` when the call must not run."""
@@ -114,6 +117,30 @@ class Guard:
         if not decision.allowed:
             raise ActionBlocked(decision)
         return decision
+
+    def record_confirmation(self, tool: str, arguments: Any = None, *, at_ns: int | None = None,
+                            context: Context | None = None) -> None:
+        """Record that the user confirmed calling ``tool`` with ``arguments``, in the run of the span
+        active in ``context``, on the guard's tracer provider (see
+        :func:`~otel_agenteval.record_confirmation`): a hook turns a framework's approval into the
+        confirmation both the guard and the processor's rule then find."""
+        args = arguments if isinstance(arguments, dict) else {} if arguments is None else {"input": arguments}
+        token = attach(context) if context is not None else None
+        try:
+            record_confirmation(tool, args, self._tracer, at_ns=at_ns)
+        finally:
+            if token is not None:
+                detach(token)
+
+    def awaiting_approval(self, decision: Decision, *, context: Context | None = None) -> None:
+        """Mark the tool span active in ``context`` as a call held for the user's approval (a
+        framework asks for it, as ``needs_approval`` does): the call does not run now, so the
+        processor takes the span as no step (the approved call, when it runs, is the step). Not
+        counted as blocked: asking is not stopping."""
+        span = trace.get_current_span(context)
+        if _is_tool_span(span, decision.tool):
+            span.set_attributes({sc.AE_GUARD_DECISION: "needs_approval", sc.AE_GUARD_RULE: decision.rule or GUARD_ERROR,
+                                 sc.AE_BLOCKED: True})
 
     @property
     def in_flight(self) -> int:
@@ -130,19 +157,19 @@ class Guard:
         own = g.tools.get(tool)
         mode = own.mode if own is not None and own.mode is not None else g.mode
         fail = own.on_error if own is not None and own.on_error is not None else g.on_error
-        plan = GuardPlan(_guarding(d.rules), _guarding(d.on_repeat), self._gated, d.write, mode,
+        plan = GuardPlan(tool, _guarding(d.rules), _guarding(d.on_repeat), self._gated, d.write, mode,
                          fail == "closed" if fail is not None else tool in self._confirming)
         if len(self._plans) < MAX_PLANS:
             self._plans[tool] = plan
         return plan
 
-    def _decide(self, tool: str, arguments: Any, span: Any, plan: GuardPlan,
+    def _decide(self, tool: str, arguments: Any, span: Any, on_tool_span: bool, plan: GuardPlan,
                 promise: bool = True) -> tuple[Decision, Run | None, Trajectory]:
         ctx = span.get_span_context()
         sid: int = ctx.span_id
         run = self._routes.get(sid) if sid else None
         t = self._view(run, ctx.trace_id)
-        bound = run is not None and _is_tool_span(span)
+        bound = run is not None and on_tool_span
         start = getattr(span, "start_time", None) if bound else None
         now = start or time.time_ns()
         step = ToolStep(tool, now, now, sid if bound else 0, ctx.trace_id, raw_arguments=arguments or {})
@@ -186,14 +213,16 @@ class Guard:
 
     def _decision(self, tool: str, plan: GuardPlan, found: list[Violation]) -> Decision:
         if not found:
-            return Decision(tool, True, mode=plan.mode)
+            return plan.allowed
         blocking = tuple(v for v in found if v.rule not in self._allow)
         warnings = tuple(v for v in found if v.rule in self._allow)
         if not blocking:
-            return Decision(tool, True, mode=plan.mode, warnings=warnings)
+            return Decision(tool, True, mode=plan.mode, warned=warnings)
         first = blocking[0]
-        return Decision(tool, plan.mode == "observe", True, plan.mode, first.rule, first.severity, first.message,
-                        all(v.rule in CONFIRMATION_RULES for v in blocking), blocking, warnings)
+        return Decision(tool, allowed=plan.mode == "observe", would_block=True, mode=plan.mode, rule=first.rule,
+                        severity=first.severity, message=first.message,
+                        needs_confirmation=all(v.rule in CONFIRMATION_RULES for v in blocking), found=blocking,
+                        warned=warnings)
 
     def _view(self, run: Run | None, trace_id: int) -> Trajectory:
         """The run's trajectory as it is; for a run with nothing recorded yet (or none), an empty
@@ -240,11 +269,12 @@ class Guard:
         self._metrics.errors.labels("closed" if closed else "open").inc()
         if not closed:
             return Decision(tool, True, mode=plan.mode, error=True)
-        decision = Decision(tool, plan.mode == "observe", True, plan.mode, GUARD_ERROR, "critical",
-                            f"the guard could not decide on {tool} (internal error); it fails closed", error=True)
+        decision = Decision(tool, allowed=plan.mode == "observe", would_block=True, mode=plan.mode, rule=GUARD_ERROR,
+                            severity="critical",
+                            message=f"the guard could not decide on {tool} (internal error); it fails closed", error=True)
         try:
             run = self._routes.get(span.get_span_context().span_id)
-            self._record(span, decision, run is not None and _is_tool_span(span), self._view(run, 0))
+            self._record(span, decision, run is not None and _is_tool_span(span, tool), self._view(run, 0))
         except Exception:  # noqa: BLE001 - recording is best effort here: the decision stands
             pass
         return decision
@@ -260,12 +290,15 @@ def default_guard() -> Guard:
     return _DEFAULT[0]
 
 
-def _is_tool_span(span: Any) -> bool:
-    """Whether the active span is a tool call's own span (so the decision goes on it)."""
-    attrs = getattr(span, "attributes", None)
-    if not attrs:
-        return False
-    return bool(attrs.get(sc.OPERATION_NAME) == sc.OP_EXECUTE_TOOL or attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL)
+def _is_tool_span(span: Any, tool: str) -> bool:
+    """Whether the active span is a tool call's own span (so the decision goes on it): marked so
+    by its attributes, or, for frameworks that set them only when it ends (Google ADK), named
+    ``execute_tool <tool>`` as GenAI semconv names it."""
+    attrs = attributes_of(span) if type(span) in FAST_SPANS else getattr(span, "attributes", None)
+    if attrs and (attrs.get(sc.OPERATION_NAME) == sc.OP_EXECUTE_TOOL or attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL):
+        return True
+    name = getattr(span, "name", None)
+    return name is not None and name == f"{sc.OP_EXECUTE_TOOL} {tool}"
 
 
 __all__ = ["ActionBlocked", "Decision", "Guard", "GuardPlan", "default_guard"]

@@ -63,7 +63,7 @@ class Holds:
 
     def in_flight(self, run: Run, own_span: int) -> frozenset[tuple[str, str]]:
         """Call keys of this run's writes still running (not the one of ``own_span``)."""
-        if not self._by_run:
+        if run.key not in self._by_run:  # a dict read, no lock: nothing of this run is running
             return frozenset()
         with self._lock:
             live = self._purge(run.key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Container, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -18,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from ..model.recovery import recoveries
 from ..model.trajectory import Trajectory, looping_calls, redundant_calls
 from ..model.violation import Violation
-from ..reading.labels import MAX_LABEL_LEN, AgentLabels, ToolLabels, safe_label
+from ..reading.labels import MAX_LABEL_LEN, OTHER, AgentLabels, ToolLabels, safe_label
 from ..rules import KNOWN_RULES
 from . import catalogue as m
 from .blindspots import UncheckedCalls, checked_tools
@@ -35,6 +36,7 @@ BUDGETS = ("steps", "llm_calls", "tokens", "cost", "duration", "repeats")
 DEFAULT_MAX_AGENT_LABELS = 64  # = Limits.max_agent_labels' default
 ROW_CACHE = 4096  # (service, agent, outcome) keys whose series are bound once
 ROW_TOOLS = 256  # per row: tool names whose runs-with-tool cell is bound once
+MAX_GUARD_SERIES = 4096  # (service, agent, rule, tool) keys whose guard counter is bound once
 
 
 def counter(d: Declared) -> PlainCounter:
@@ -270,9 +272,16 @@ class GuardMetrics:
         self.errors = Counter(m.GUARD_ERRORS.name, m.GUARD_ERRORS.doc, m.GUARD_ERRORS.labels, registry=registry)
         for fail in ("closed", "open"):
             self.errors.labels(fail)
+        self._children: dict[tuple[str, str, str, str, bool], Any] = {}  # each series' counter, looked up once
 
     def stopped(self, service: str, agent: str, rule: str, tool: str, blocked: bool) -> None:
-        s, a = self._agent_label(service, agent)
-        counter = self.blocked if blocked else self.would_block
-        counter.labels(s, a, safe_label(rule), self._tool_label(tool)).inc()
+        key = (service, agent, rule, tool, blocked)
+        child = self._children.get(key)
+        if child is None:
+            s, a = self._agent_label(service, agent)
+            t = self._tool_label(tool)
+            child = (self.blocked if blocked else self.would_block).labels(s, a, safe_label(rule), t)
+            if OTHER not in (s, a, t) and len(self._children) < MAX_GUARD_SERIES:
+                self._children[key] = child  # a folded label is looked up each time: its overflow is counted
+        child.inc()
 

@@ -54,17 +54,19 @@ class Confirmation:
 
 
 def record_confirmation(tool: str | None = None, arguments: dict[str, Any] | None = None,
-                        tracer: trace.Tracer | None = None) -> None:
+                        tracer: trace.Tracer | None = None, *, at_ns: int | None = None) -> None:
     """Record, from the app, that the user confirmed ``tool`` with ``arguments``.
 
     Emits a zero-length child span ``agenteval.confirmation`` of the current span, so the
     processor (in-process or collector-side) sees the confirmation the moment it is made.
+    ``at_ns``: when the user said yes, if that was earlier (an approval given between two runs,
+    recorded when the approved call starts: its start time).
     """
     t = tracer or trace.get_tracer("otel_agenteval")
     attrs: dict[str, Any] = {sc.AE_CONFIRMATION_ARGUMENTS: json.dumps(arguments or {}, default=str)}
     if tool:
         attrs[sc.AE_CONFIRMATION_TOOL] = tool
-    t.start_span(sc.AE_CONFIRMATION_SPAN, attributes=attrs).end()
+    t.start_span(sc.AE_CONFIRMATION_SPAN, attributes=attrs, start_time=at_ns).end(end_time=at_ns)
 
 
 def _from_attributes(attrs: Any, time_ns: int, source: str) -> Confirmation:

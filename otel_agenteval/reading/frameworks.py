@@ -68,6 +68,7 @@ KNOWN_NON_STEP_NAMES: Final = frozenset({
     "raw_gen_ai_request",  # LiteLLM: the provider request under its model-call span
     "haystack.pipeline.run", "haystack.agent.run", "haystack.agent.step",
     "call_llm",  # Google ADK: its wrapper around the model call's own span
+    sc.AE_GUARD_SPAN,  # the guard's record of a call it stopped with no tool span open: not a step
 })
 # Attributes that mark a framework's own bookkeeping spans (AG2's record_usage repeats its chat span's usage).
 KNOWN_NON_STEP_KEYS: Final = ("ag2.span.type",)

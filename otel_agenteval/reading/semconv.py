@@ -130,6 +130,6 @@ AE_CONFIRMATION_ARGUMENTS: Final = "agenteval.confirmation.arguments"
 # the guard (guard/guard.py): a tool call it stopped, on the tool span (or an agenteval.guard span)
 AE_BLOCKED: Final = "agenteval.blocked"  # true: the call did not run; not a step, not a violation
 AE_GUARD_RULE: Final = "agenteval.guard.rule"
-AE_GUARD_DECISION: Final = "agenteval.guard.decision"  # allowed | blocked | would_block (observe)
+AE_GUARD_DECISION: Final = "agenteval.guard.decision"  # allowed | blocked | would_block (observe) | needs_approval
 AE_GUARD_SPAN: Final = "agenteval.guard"
 AGENTEVALS_CASE_ID: Final = "agentevals.eval.case.id"  # migration: agentevals / Google ADK

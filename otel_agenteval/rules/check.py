@@ -45,6 +45,39 @@ class Preview:
         self.in_flight = in_flight  # call keys of writes allowed by the guard, still running
 
 
+class Finding:
+    """A finding made while the guard asks (``check.preview`` set): its rule, severity and
+    message at once, its :class:`Violation` (hashes, ids) built on first use of anything else.
+    Most stopped calls never need the whole record; those that do get the same one the
+    processor would have built."""
+
+    __slots__ = ("_check", "_details", "_step", "_violation", "message", "rule", "severity")
+
+    def __init__(self, check: Check, rule: str, severity: Severity, message: str, step: ToolStep | LLMCall | None,
+                 details: dict[str, Any]) -> None:
+        self.rule = rule
+        self.severity = severity
+        self.message = message
+        self._check = check
+        self._step = step
+        self._details = details
+        self._violation: Violation | None = None
+
+    def violation(self) -> Violation:
+        v = self._violation
+        if v is None:
+            v = self._violation = self._check.build(self.rule, self.severity, self.message, self._step, self._details)
+        return v
+
+    def __getattr__(self, name: str) -> Any:  # any other field of the Violation
+        return getattr(self.violation(), name)
+
+
+def built(found: Violation | Finding) -> Violation:
+    """The :class:`Violation` of a rule's finding (built now if the guard deferred it)."""
+    return found.violation() if isinstance(found, Finding) else found
+
+
 class Check:
     """What a rule sees: the trajectory so far, its conversation, the policy."""
 
@@ -73,13 +106,22 @@ class Check:
         step: ToolStep | LLMCall | None = None,
         **details: Any,
     ) -> Violation:
+        """The finding: a :class:`Violation`, or, when the guard asks, a :class:`Finding` that
+        builds it only if it is needed (reads like one)."""
+        severity = self.policy.severity_of(rule, default_severity)
+        if self.preview is not None:
+            return Finding(self, rule, severity, message, step, details)  # type: ignore[return-value]
+        return self.build(rule, severity, message, step, details)
+
+    def build(self, rule: str, severity: Severity, message: str, step: ToolStep | LLMCall | None,
+              details: dict[str, Any]) -> Violation:
         t = self.trajectory
         tool = step.tool if isinstance(step, ToolStep) else None
         if isinstance(step, ToolStep) and step.raw_arguments is not None:
             details.setdefault("arguments_hash", short_hash(step.arguments_key))
         return Violation(
             rule=rule,
-            severity=self.policy.severity_of(rule, default_severity),
+            severity=severity,
             agent=t.agent_name,
             tool=tool,
             trace_id=t.trace_hex,

@@ -8,8 +8,10 @@ OpenInference's instrumentor makes the current OTel span); a stopped call's resu
 :attr:`Decision.reason` (``reject_content``), or the run halts with ``on_block="raise"``
 (``ToolInputGuardrailTripwireTriggered``, the decision in ``output_info``).
 ``needs_confirmation``: the SDK asks for approval exactly when a confirmation is all the guard
-misses. The user's yes must reach the guard as a confirmation too (``record_confirmation``, or a
-confirmation tool) in the same run or conversation, or the guardrail still stops the call.
+misses. An approval (``state.approve(interruption)``, then the run resumed from the state) is
+recorded by ``guard_input`` as a confirmation of that call, its tool and arguments, when the
+resumed call starts: the guard allows it and the processor's ``write_without_confirmation``
+finds it used, as for any confirmation. A rejected call does not run and confirms nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 from typing import Any, Literal
 
 from agents import ToolGuardrailFunctionOutput, ToolInputGuardrail, ToolInputGuardrailData, tool_input_guardrail
+from opentelemetry import trace
 
 from ..guard import Guard
 
@@ -35,7 +38,13 @@ def guard_input(guard: Guard, on_block: Literal["result", "raise"] = "result") -
     @tool_input_guardrail(name="agenteval_guard")
     def agenteval_guard(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
-        decision = guard.check(ctx.tool_name, _arguments(ctx.tool_arguments))
+        arguments = _arguments(ctx.tool_arguments)
+        if ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id) is True:
+            # the user approved this very call (needs_approval, then the run resumed): a confirmation,
+            # given before the call started, at the latest at its start
+            start = getattr(trace.get_current_span(), "start_time", None)
+            guard.record_confirmation(ctx.tool_name, arguments, at_ns=start)
+        decision = guard.check(ctx.tool_name, arguments)
         if decision.allowed:
             return ToolGuardrailFunctionOutput.allow(output_info=decision)
         if on_block == "raise":
@@ -47,10 +56,15 @@ def guard_input(guard: Guard, on_block: Literal["result", "raise"] = "result") -
 
 def needs_confirmation(guard: Guard, tool: str) -> Any:
     """A ``needs_approval`` callable for ``tool``: approval is asked for when the guard would stop
-    the call for want of a confirmation, and only then (nothing is promised or counted by asking)."""
+    the call for want of a confirmation, and only then (nothing is promised or counted by asking).
+    The held call's function span is marked ``agenteval.guard.decision=needs_approval`` (and
+    ``agenteval.blocked``): it did not run, so the processor takes it as no step."""
 
     async def needs(run_context: Any, params: dict[str, Any], call_id: str) -> bool:
-        return guard.peek(tool, params).needs_confirmation
+        decision = guard.peek(tool, params)
+        if decision.needs_confirmation and run_context.is_tool_approved(tool, call_id) is None:
+            guard.awaiting_approval(decision)  # the SDK holds the call: its function span is no step
+        return decision.needs_confirmation
 
     return needs
 
