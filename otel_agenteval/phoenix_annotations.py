@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+try:
+    from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+except ImportError:  # SDK < 1.39, before the Log -> LogRecord renames
+    from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
+    from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult  # type: ignore[assignment]
 
 from .evaluation_events import EVENT, EXPLANATION, NAME, SCORE_LABEL, SCORE_VALUE
 
@@ -36,14 +39,15 @@ RESULT_KEYS = (NAME, SCORE_LABEL, SCORE_VALUE, EXPLANATION)
 def annotation(record: Any) -> dict[str, Any] | None:
     """The span annotation for one SDK log record, or None (not an evaluation result, no span)."""
     attrs: Mapping[str, Any] = record.attributes or {}
-    if getattr(record, "event_name", None) != EVENT or not record.span_id or NAME not in attrs:
+    event = getattr(record, "event_name", None) or attrs.get("event.name")  # the attribute: older SDKs
+    if event != EVENT or not record.span_id or NAME not in attrs:
         return None
     result: dict[str, Any] = {"label": attrs.get(SCORE_LABEL), "explanation": attrs.get(EXPLANATION)}
     score = attrs.get(SCORE_VALUE)
     if isinstance(score, (int, float)) and not isinstance(score, bool):
         result["score"] = float(score)
     metadata = {k: v if isinstance(v, (str, int, float, bool)) else list(v)
-                for k, v in attrs.items() if k not in RESULT_KEYS}
+                for k, v in attrs.items() if k not in RESULT_KEYS and k != "event.name"}
     if record.severity_text:
         metadata["severity_text"] = record.severity_text
     metadata["trace_id"] = format(record.trace_id, "032x")
@@ -79,7 +83,7 @@ class PhoenixAnnotationExporter(LogRecordExporter):
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
                 response.read()
-        except (OSError, urllib.error.HTTPError) as e:  # URLError and timeouts are OSErrors
+        except (OSError, ValueError) as e:  # HTTPError, URLError and timeouts are OSErrors
             with self._lock:
                 self.failed += len(data)
                 failed = self.failed
