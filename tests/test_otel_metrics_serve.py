@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client import generate_latest
 
 from otel_agenteval import Policy
-from otel_agenteval import metric_catalogue as mc
-from otel_agenteval.otel_metrics import MetricsBridge
+from otel_agenteval.metrics import catalogue as mc
+from otel_agenteval.metrics.otel import MetricsBridge
 
 RUNS = 3
 

@@ -17,8 +17,8 @@ from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from serve_support import free_port
 
 from otel_agenteval import Policy
-from otel_agenteval.phoenix_annotations import PhoenixAnnotationExporter
-from otel_agenteval.trajectory import short_hash
+from otel_agenteval.metrics.phoenix_annotations import PhoenixAnnotationExporter
+from otel_agenteval.model.trajectory import short_hash
 
 
 class AnnotationsEndpoint(BaseHTTPRequestHandler):

@@ -30,7 +30,7 @@ from serve_support import free_port, get
 from test_scoring_html import CHROMIUM_ARGS, _chromium
 
 from otel_agenteval import Policy, TrajectoryProcessor, Violation
-from otel_agenteval.phoenix_annotations import PhoenixAnnotationExporter
+from otel_agenteval.metrics.phoenix_annotations import PhoenixAnnotationExporter
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.metrics_core import Metric
 
-from ..metric_catalogue import (
+from ..metrics.catalogue import (
     WAL_BYTES,
     WAL_CAPACITY,
     WAL_CUT,
