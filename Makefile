@@ -48,6 +48,7 @@ test: $(VENV)/.test $(COMPILED)
 	OTEL_AGENTEVAL_EXPECT_BUILD="compiled (mypyc)" $(BIN)/python -m pytest $(PYTEST_ARGS)
 	bash .ci/test-pure.sh $(PYTEST_ARGS)
 	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
+	VENV=$(VENV) bash .ci/phoenix.sh $(PYTEST_ARGS)
 	bash .ci/first-hour.sh
 
 # the README's install line and quick start from a copy of the clone; the sdist and wheel in fresh venvs

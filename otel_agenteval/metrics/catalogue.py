@@ -167,4 +167,64 @@ GUARD_ERRORS = Declared("agenteval_guard_errors",
                         "Guard decisions it could not make, by fail closed|open (record: made, not recorded).",
                         ("fail",), otel="agenteval.guard.errors", unit="{error}")
 
+# --- serve's receiver (receiver/pipeline.ReceiverMetrics, in the engine's registry) -------------
+RECEIVER_REQUESTS = Declared("agenteval_receiver_requests", "OTLP export requests, by protocol and result.",
+                             ("protocol", "result"), otel="agenteval.receiver.requests", unit="{request}")
+RECEIVER_SPANS = Declared("agenteval_receiver_spans",
+                          "Spans received: accepted into the queue, rejected as unreadable (partial success), "
+                          "or refused for the client to retry (queue full, shutting down).",
+                          ("protocol", "result"), otel="agenteval.receiver.spans", unit="{span}")
+RECEIVER_TRACES = Declared("agenteval_receiver_traces", "Traces played into the engine, by why they were due.",
+                           ("reason",), otel="agenteval.receiver.traces", unit="{trace}")
+RECEIVER_DUPLICATES = Declared("agenteval_receiver_duplicate_spans",
+                               "Spans received twice for a trace (client retries), played once.",
+                               otel="agenteval.receiver.duplicate_spans", unit="{span}")
+RECEIVER_ERRORS = Declared("agenteval_receiver_errors", "Unexpected errors in the receiver, by stage.", ("stage",),
+                           otel="agenteval.receiver.errors", unit="{error}")
+RECEIVER_QUEUE_SPANS = Declared("agenteval_receiver_queue_spans", "Spans waiting in the ingest queue.",
+                                kind="gauge", otel="agenteval.receiver.queue.size", unit="{span}")
+RECEIVER_QUEUE_CAPACITY = Declared("agenteval_receiver_queue_capacity_spans", "Ingest queue bound, in spans.",
+                                   kind="gauge", otel="agenteval.receiver.queue.capacity", unit="{span}")
+RECEIVER_HELD_SPANS = Declared("agenteval_receiver_held_spans", "Spans held while their traces complete.",
+                               kind="gauge", otel="agenteval.receiver.held_spans", unit="{span}")
+RECEIVER_HELD_TRACES = Declared("agenteval_receiver_held_traces", "Traces held while they complete.", kind="gauge",
+                                otel="agenteval.receiver.held_traces", unit="{trace}")
+RECEIVER_CONNECTIONS_CLOSED = Declared(
+    "agenteval_receiver_connections_closed",
+    "HTTP connections closed by the listener, by listener (otlp_http, ops) and reason: idle, read_timeout "
+    "(headers too slow), evicted (idle the longest when --max-connections was reached), refused (503: all busy).",
+    ("listener", "reason"), otel="agenteval.receiver.connections_closed", unit="{connection}")
+RECEIVER_MEMORY = Declared("agenteval_receiver_memory_bytes",
+                           "Memory budget in use (--memory-limit-mib), by kind: bodies (being read or decoded), "
+                           "spans (queued or held).", ("kind",), "gauge", otel="agenteval.receiver.memory.usage",
+                           unit="By")
+RECEIVER_MEMORY_LIMIT = Declared("agenteval_receiver_memory_limit_bytes", "The memory budget (--memory-limit-mib).",
+                                 kind="gauge", otel="agenteval.receiver.memory.limit", unit="By")
+RECEIVER_DRAIN_LOST = Declared("agenteval_receiver_drain_lost",
+                               "What a drain that ran out of --drain-timeout left unchecked at shutdown: "
+                               "runs (traces queued or held, runs open) and spans.", ("kind",),
+                               otel="agenteval.receiver.drain_lost", unit="{item}")
+
+# --- serve's write-ahead log (receiver/durability.WalMetrics, with --wal-dir) -------------------
+WAL_REFUSED = Declared("agenteval_wal_refused_spans",
+                       "Spans refused (429 / RESOURCE_EXHAUSTED) because the write-ahead log could not take them: "
+                       "full (--wal-max-bytes) or the disk refused the write or sync.", ("reason",),
+                       otel="agenteval.wal.refused_spans", unit="{span}")
+WAL_RECOVERED = Declared("agenteval_wal_recovered_spans",
+                         "Spans read back from the write-ahead log at start-up and held again.",
+                         otel="agenteval.wal.recovered_spans", unit="{span}")
+WAL_CUT = Declared("agenteval_wal_cut_bytes", "Bytes of a torn or corrupt log tail cut at start-up.",
+                   otel="agenteval.wal.cut", unit="By")
+WAL_UNREADABLE = Declared("agenteval_wal_unreadable_records",
+                          "Logged requests that could not be decoded again at start-up (skipped).",
+                          otel="agenteval.wal.unreadable_records", unit="{record}")
+WAL_SYNCS = Declared("agenteval_wal_syncs", "Group syncs (fsync) of the write-ahead log.", kind="gauge",
+                     otel="agenteval.wal.syncs", unit="{sync}")
+WAL_BYTES = Declared("agenteval_wal_bytes", "Bytes in the write-ahead log's segments.", kind="gauge",
+                     otel="agenteval.wal.usage", unit="By")
+WAL_CAPACITY = Declared("agenteval_wal_capacity_bytes", "The write-ahead log's bound (--wal-max-bytes).",
+                        kind="gauge", otel="agenteval.wal.limit", unit="By")
+WAL_SEGMENTS = Declared("agenteval_wal_segments", "Segment files in the write-ahead log.", kind="gauge",
+                        otel="agenteval.wal.segments", unit="{segment}")
+
 CATALOGUE: tuple[Declared, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Declared))

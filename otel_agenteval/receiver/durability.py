@@ -32,6 +32,16 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.metrics_core import Metric
 
+from ..metrics.catalogue import (
+    WAL_BYTES,
+    WAL_CAPACITY,
+    WAL_CUT,
+    WAL_RECOVERED,
+    WAL_REFUSED,
+    WAL_SEGMENTS,
+    WAL_SYNCS,
+    WAL_UNREADABLE,
+)
 from ..replay.spanview import RecordedSpan
 from .compression import CONTENT_ENCODINGS, BadRequest, TooLarge, grpc_message
 from .config import ServeConfig
@@ -59,23 +69,14 @@ class WalMetrics:
     """``agenteval_wal_*``, in the engine's registry."""
 
     def __init__(self, registry: CollectorRegistry, wal: Log) -> None:
-        self.refused = Counter("agenteval_wal_refused_spans",
-                               "Spans refused (429 / RESOURCE_EXHAUSTED) because the write-ahead log could not take "
-                               "them: full (--wal-max-bytes) or the disk refused the write or sync.",
-                               ("reason",), registry=registry)
-        self.recovered = Counter("agenteval_wal_recovered_spans",
-                                 "Spans read back from the write-ahead log at start-up and held again.",
-                                 registry=registry)
-        self.cut = Counter("agenteval_wal_cut_bytes",
-                           "Bytes of a torn or corrupt log tail cut at start-up.", registry=registry)
-        self.unreadable = Counter("agenteval_wal_unreadable_records",
-                                  "Logged requests that could not be decoded again at start-up (skipped).",
-                                  registry=registry)
-        self.syncs = Gauge("agenteval_wal_syncs", "Group syncs (fsync) of the write-ahead log.", registry=registry)
-        self.bytes = Gauge("agenteval_wal_bytes", "Bytes in the write-ahead log's segments.", registry=registry)
-        self.capacity = Gauge("agenteval_wal_capacity_bytes", "The write-ahead log's bound (--wal-max-bytes).",
-                              registry=registry)
-        self.segments = Gauge("agenteval_wal_segments", "Segment files in the write-ahead log.", registry=registry)
+        self.refused = Counter(WAL_REFUSED.name, WAL_REFUSED.doc, WAL_REFUSED.labels, registry=registry)
+        self.recovered = Counter(WAL_RECOVERED.name, WAL_RECOVERED.doc, registry=registry)
+        self.cut = Counter(WAL_CUT.name, WAL_CUT.doc, registry=registry)
+        self.unreadable = Counter(WAL_UNREADABLE.name, WAL_UNREADABLE.doc, registry=registry)
+        self.syncs = Gauge(WAL_SYNCS.name, WAL_SYNCS.doc, registry=registry)
+        self.bytes = Gauge(WAL_BYTES.name, WAL_BYTES.doc, registry=registry)
+        self.capacity = Gauge(WAL_CAPACITY.name, WAL_CAPACITY.doc, registry=registry)
+        self.segments = Gauge(WAL_SEGMENTS.name, WAL_SEGMENTS.doc, registry=registry)
         for reason in (FULL, DISK):
             self.refused.labels(reason)
         self.syncs.set_function(lambda: wal.stats["syncs"])

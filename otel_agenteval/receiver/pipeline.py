@@ -29,6 +29,8 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from ..metrics import catalogue as catalogue
+from ..metrics.catalogue import Declared
 from ..metrics.collectors import SelfCollector
 from ..metrics.monitor import build_monitor
 from ..model.trajectory import Trajectory
@@ -110,42 +112,28 @@ class ReceiverMetrics:
     """The receiver's own series (``agenteval_receiver_*``), in the engine's registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter("agenteval_receiver_requests", "OTLP export requests, by protocol and result.",
-                                ("protocol", "result"), registry=registry)
-        self.spans = Counter("agenteval_receiver_spans",
-                             "Spans received: accepted into the queue, rejected as unreadable (partial success), "
-                             "or refused for the client to retry (queue full, shutting down).",
-                             ("protocol", "result"), registry=registry)
-        self.traces = Counter("agenteval_receiver_traces", "Traces played into the engine, by why they were due.",
-                              ("reason",), registry=registry)
-        self.duplicates = Counter("agenteval_receiver_duplicate_spans",
-                                  "Spans received twice for a trace (client retries), played once.", registry=registry)
-        self.errors = Counter("agenteval_receiver_errors", "Unexpected errors in the receiver, by stage.",
-                              ("stage",), registry=registry)
-        self.queue_spans = Gauge("agenteval_receiver_queue_spans", "Spans waiting in the ingest queue.",
-                                 registry=registry)
-        self.queue_capacity = Gauge("agenteval_receiver_queue_capacity_spans", "Ingest queue bound, in spans.",
-                                    registry=registry)
-        self.held_spans = Gauge("agenteval_receiver_held_spans", "Spans held while their traces complete.",
-                                registry=registry)
-        self.held_traces = Gauge("agenteval_receiver_held_traces", "Traces held while they complete.",
-                                 registry=registry)
-        self.connections_closed = Counter("agenteval_receiver_connections_closed",
-                                          "HTTP connections closed by the listener, by listener (otlp_http, ops) and "
-                                          "reason: idle, read_timeout (headers too slow), evicted (idle the longest "
-                                          "when --max-connections was reached), refused (503: all busy).",
-                                          ("listener", "reason"), registry=registry)
+        def counter(d: Declared) -> Counter:
+            return Counter(d.name, d.doc, d.labels, registry=registry)
+
+        def gauge(d: Declared) -> Gauge:
+            return Gauge(d.name, d.doc, d.labels, registry=registry)
+
+        self.requests = counter(catalogue.RECEIVER_REQUESTS)
+        self.spans = counter(catalogue.RECEIVER_SPANS)
+        self.traces = counter(catalogue.RECEIVER_TRACES)
+        self.duplicates = counter(catalogue.RECEIVER_DUPLICATES)
+        self.errors = counter(catalogue.RECEIVER_ERRORS)
+        self.queue_spans = gauge(catalogue.RECEIVER_QUEUE_SPANS)
+        self.queue_capacity = gauge(catalogue.RECEIVER_QUEUE_CAPACITY)
+        self.held_spans = gauge(catalogue.RECEIVER_HELD_SPANS)
+        self.held_traces = gauge(catalogue.RECEIVER_HELD_TRACES)
+        self.connections_closed = counter(catalogue.RECEIVER_CONNECTIONS_CLOSED)
         for protocol in ("grpc", "http"):
             for result in ("accepted", "rejected", "refused"):
                 self.spans.labels(protocol, result)
-        self.memory = Gauge("agenteval_receiver_memory_bytes",
-                            "Memory budget in use (--memory-limit-mib), by kind: bodies (being read or decoded), "
-                            "spans (queued or held).", ("kind",), registry=registry)
-        self.memory_limit = Gauge("agenteval_receiver_memory_limit_bytes", "The memory budget (--memory-limit-mib).",
-                                  registry=registry)
-        self.drain_lost = Counter("agenteval_receiver_drain_lost",
-                                  "What a drain that ran out of --drain-timeout left unchecked at shutdown: "
-                                  "runs (traces queued or held, runs open) and spans.", ("kind",), registry=registry)
+        self.memory = gauge(catalogue.RECEIVER_MEMORY)
+        self.memory_limit = gauge(catalogue.RECEIVER_MEMORY_LIMIT)
+        self.drain_lost = counter(catalogue.RECEIVER_DRAIN_LOST)
         for reason in ("root_end", "idle_timeout", "capacity", "memory", "shutdown"):
             self.traces.labels(reason)
 
