@@ -1,4 +1,4 @@
-"""OTLP/HTTP ``POST /v1/traces`` and the ops endpoints (``/metrics``, ``/healthz``, ``/readyz``), as ASGI apps.
+"""OTLP/HTTP ``POST /v1/traces``, as an ASGI app (the ops endpoints are ``ops.py``).
 
 Status codes as the OTLP/HTTP spec gives them: 200 with ``partial_success`` for unreadable spans,
 400 for an unreadable body, 401 without the token, 408 for a body that does not arrive in time,
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +19,6 @@ from typing import Any, TypeVar
 from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
 from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-from prometheus_client import CollectorRegistry, make_asgi_app
 
 from .compression import CONTENT_ENCODINGS, TooLarge
 from .config import ServeConfig
@@ -69,7 +67,7 @@ class OtlpHttpApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -143,7 +141,7 @@ class OtlpHttpApp:
 
     def _authorise(self, header: bytes) -> None:
         assert self._token is not None
-        if not _bearer_ok(header, self._token):
+        if not bearer_ok(header, self._token):
             raise _Refused(401, "missing or wrong bearer token", "unauthorized", ((b"www-authenticate", b"Bearer"),))
 
     def _memory_limited(self) -> _Refused:
@@ -239,7 +237,7 @@ async def _send(send: Send, status: int, body: bytes, json_body: bool,
     await send({"type": "http.response.body", "body": body})
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -249,53 +247,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-class OpsApp:
-    """``/metrics`` (text or OpenMetrics by ``Accept``), ``/healthz`` (live), ``/readyz`` (ready).
-    With a ``token``, ``/metrics`` needs ``Authorization: Bearer <token>`` (what Prometheus'
-    ``authorization`` sends); the probes stay open (they say nothing but up or ready)."""
-
-    def __init__(self, registry: CollectorRegistry, readiness: Callable[[], list[str]],
-                 token: str | None = None, unauthorized: Any = None) -> None:
-        self._metrics = make_asgi_app(registry)
-        self._readiness = readiness
-        self._token = token.encode() if token is not None else None
-        self._unauthorized = unauthorized  # a Counter child, counted per refused scrape
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        path = scope["path"]
-        if path == "/metrics":
-            if self._token is not None and not _bearer_ok(dict(scope["headers"]).get(b"authorization", b""),
-                                                          self._token):
-                if self._unauthorized is not None:
-                    self._unauthorized.inc()
-                await _plain(send, 401, {"error": "missing or wrong bearer token"},
-                             ((b"www-authenticate", b"Bearer"),))
-                return
-            await self._metrics(scope, receive, send)
-            return
-        if path == "/healthz":
-            await _plain(send, 200, {"status": "ok"})
-        elif path == "/readyz":
-            problems = self._readiness()
-            await _plain(send, 503 if problems else 200,
-                         {"status": "not ready", "problems": problems} if problems else {"status": "ready"})
-        else:
-            await _plain(send, 404, {"error": "not found: try /metrics, /healthz or /readyz"})
-
-
-def _bearer_ok(header: bytes, token: bytes) -> bool:
+def bearer_ok(header: bytes, token: bytes) -> bool:
     scheme, _, given = header.partition(b" ")
     return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
-
-
-async def _plain(send: Send, status: int, doc: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-    body = json.dumps(doc).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *headers]})
-    await send({"type": "http.response.body", "body": body})

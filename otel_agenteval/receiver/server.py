@@ -22,8 +22,9 @@ from . import eventloop
 from .config import ServeConfig
 from .connections import guarded, limits_for
 from .durability import Durability, DurableRegistry
+from .ops import OpsApp
 from .otlp_grpc import start_grpc
-from .otlp_http import OpsApp, OtlpHttpApp
+from .otlp_http import OtlpHttpApp
 from .pipeline import Pipeline
 
 
