@@ -15,6 +15,11 @@ descriptor limit (1024) and the replica answered no one. Here, on each listener:
   request, the new one gets a 503 and is closed.
 
 Each close is counted in ``agenteval_receiver_connections_closed_total{listener, reason}``.
+
+The bookkeeping is O(1) a connection: a listener keeps its open connections in one dict, in the
+order they last became idle, so the one to evict is found at the front. (It scanned every open
+connection twice on each new one: under a flood of reconnecting idlers that was ~20% of the
+process' CPU, and the accept backlog, /healthz's probes with it, queued behind it.)
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import Counter
@@ -46,6 +51,8 @@ class Limits:
     idle_s: float
     read_s: float
     closed: Any  # Counter child factory: closed(reason) -> Counter
+    # the listener's open connections (not closed by it), the one idle the longest first
+    open: dict[Any, None] = field(default_factory=dict)
 
 
 def limits_for(listener: str, counter: Counter, max_connections: int, idle_s: float, read_s: float) -> Limits:
@@ -62,10 +69,12 @@ def guarded(base: type, limits: Limits) -> type:
             self._idle_since = time.monotonic()
             self._header_timer: asyncio.TimerHandle | None = None
             self._cycle_at_start: Any = None
-            if _open(self.connections) >= limits.max_connections and not _evict_one(self.connections):
+            if len(limits.open) >= limits.max_connections and not _evict_one(limits.open):
                 limits.closed("refused").inc()
                 transport.write(REFUSED)
                 transport.close()
+            else:
+                limits.open[self] = None
             super().connection_made(transport)
             if not transport.is_closing():  # idle until a request begins: the keep-alive timer
                 self.timeout_keep_alive_task = self.loop.call_later(limits.idle_s, self._idle_timeout)
@@ -84,12 +93,15 @@ def guarded(base: type, limits: Limits) -> type:
 
         def on_response_complete(self) -> None:
             self._idle_since = time.monotonic()
+            if limits.open.pop(self, False) is None:  # idle again: to the back of the eviction order
+                limits.open[self] = None
             super().on_response_complete()
             if self.timeout_keep_alive_task is not None:  # uvicorn's own handler does not count
                 self.timeout_keep_alive_task.cancel()
                 self.timeout_keep_alive_task = self.loop.call_later(limits.idle_s, self._idle_timeout)
 
         def connection_lost(self, exc: Exception | None) -> None:
+            limits.open.pop(self, None)
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
@@ -102,31 +114,41 @@ def guarded(base: type, limits: Limits) -> type:
         def _idle_timeout(self) -> None:
             if not self.transport.is_closing():
                 limits.closed("idle").inc()
-                self.transport.close()
+                self._close()
 
         def _read_timeout(self) -> None:
             self._header_timer = None
             if not self.transport.is_closing():
                 limits.closed("read_timeout").inc()
-                self.transport.close()
+                self._close()
 
         def evict(self) -> None:
             limits.closed("evicted").inc()
             self._unset_keepalive_if_required()
+            self._close()
+
+        def _close(self) -> None:
+            limits.open.pop(self, None)
             self.transport.close()
 
     return Guarded
 
 
-def _open(connections: set[Any]) -> int:
-    """Connections not closing (a closed one stays in the set until the loop tells it so)."""
-    return sum(1 for c in connections if not c.transport.is_closing())
-
-
-def _evict_one(connections: set[Any]) -> bool:
-    """Close the connection idle the longest (no request in progress); False when all are busy."""
-    idle = [c for c in connections if getattr(c, "idle", False) and not c.transport.is_closing()]
-    if not idle:
+def _evict_one(open_: dict[Any, None]) -> bool:
+    """Close the connection idle the longest (no request in progress); False when all are busy.
+    ``open_`` is in the order connections last became idle: busy ones (few: one a request in
+    flight) are passed over, closed ones dropped."""
+    closed = []
+    victim = None
+    for c in open_:
+        if c.transport.is_closing():  # closed by uvicorn, not yet lost
+            closed.append(c)
+        elif c.idle:
+            victim = c
+            break
+    for c in closed:
+        del open_[c]
+    if victim is None:
         return False
-    min(idle, key=lambda c: c._idle_since).evict()
+    victim.evict()
     return True
