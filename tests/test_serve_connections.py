@@ -115,6 +115,32 @@ def test_a_flood_of_connections_never_locks_out_healthz_or_an_honest_exporter(re
             s.close()
 
 
+_REQUESTS = {"ops": b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+             "otlp_http": b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                          b"Content-Length: 0\r\n\r\n"}
+
+
+@pytest.mark.parametrize("listener", ["otlp_http", "ops"])
+def test_a_flood_of_new_connections_does_not_cut_off_a_kept_alive_one(receiver, listener):
+    # the kept-alive connection is the one idle the longest when the flood comes: it used to be
+    # the first evicted; connections that never sent a request go first now
+    r = receiver(max_connections=10, http_idle_s=30, http_read_s=30)
+    port = r.ports.http if listener == "otlp_http" else r.ports.metrics
+    kept = socket.create_connection(("127.0.0.1", port), timeout=5)
+    flood: list[socket.socket] = []
+    try:
+        kept.sendall(_REQUESTS[listener])
+        assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(0.1)
+        flood = _connect(port, 40)
+        wait_until(lambda: _closed(r, listener, "evicted") >= 31, what="the flood evicting itself")
+        kept.sendall(_REQUESTS[listener])
+        assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+    finally:
+        for s in [kept, *flood]:
+            s.close()
+
+
 def test_when_every_connection_is_busy_a_new_one_gets_503(receiver):
     r = receiver(max_connections=4, http_idle_s=30, http_read_s=30, body_timeout_s=30)
     busy = _connect(r.ports.http, 4)

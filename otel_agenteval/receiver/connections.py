@@ -11,15 +11,18 @@ descriptor limit (1024) and the replica answered no one. Here, on each listener:
   its body is bounded by ``--body-timeout`` in the app;
 - past ``max_connections`` (``--max-connections``) a new connection closes the one idle the
   longest to make room (as nginx does with keep-alive connections), so a flood of idle
-  connections never locks out /healthz or an honest client; when every connection is busy with a
-  request, the new one gets a 503 and is closed.
+  connections never locks out /healthz or an honest client; connections that never sent a
+  request go first, a kept-alive one (an exporter's, a Prometheus') only when none is left, so a
+  flood of new idle connections does not cut honest clients off between two requests; when every
+  connection is busy with a request, the new one gets a 503 and is closed.
 
 Each close is counted in ``agenteval_receiver_connections_closed_total{listener, reason}``.
 
-The bookkeeping is O(1) a connection: a listener keeps its open connections in one dict, in the
-order they last became idle, so the one to evict is found at the front. (It scanned every open
-connection twice on each new one: under a flood of reconnecting idlers that was ~20% of the
-process' CPU, and the accept backlog, /healthz's probes with it, queued behind it.)
+The bookkeeping is O(1) a connection: a listener keeps its open connections in two dicts (never
+used, kept alive), each in the order they last became idle, so the one to evict is at a front.
+(It scanned every open connection twice on each new one: under a flood of reconnecting idlers
+that was ~20% of the process' CPU, and the accept backlog, /healthz's probes with it, queued
+behind it.)
 """
 
 from __future__ import annotations
@@ -51,8 +54,14 @@ class Limits:
     idle_s: float
     read_s: float
     closed: Any  # Counter child factory: closed(reason) -> Counter
-    # the listener's open connections (not closed by it), the one idle the longest first
-    open: dict[Any, None] = field(default_factory=dict)
+    # the listener's open connections (not closed by it), the one idle the longest first: those
+    # that never sent a request (``fresh``), those kept alive after one (``kept``)
+    fresh: dict[Any, None] = field(default_factory=dict)
+    kept: dict[Any, None] = field(default_factory=dict)
+
+    @property
+    def open(self) -> int:
+        return len(self.fresh) + len(self.kept)
 
 
 def limits_for(listener: str, counter: Counter, max_connections: int, idle_s: float, read_s: float) -> Limits:
@@ -69,12 +78,12 @@ def guarded(base: type, limits: Limits) -> type:
             self._idle_since = time.monotonic()
             self._header_timer: asyncio.TimerHandle | None = None
             self._cycle_at_start: Any = None
-            if len(limits.open) >= limits.max_connections and not _evict_one(limits.open):
+            if limits.open >= limits.max_connections and not (_evict_one(limits.fresh) or _evict_one(limits.kept)):
                 limits.closed("refused").inc()
                 transport.write(REFUSED)
                 transport.close()
             else:
-                limits.open[self] = None
+                limits.fresh[self] = None
             super().connection_made(transport)
             if not transport.is_closing():  # idle until a request begins: the keep-alive timer
                 self.timeout_keep_alive_task = self.loop.call_later(limits.idle_s, self._idle_timeout)
@@ -93,15 +102,16 @@ def guarded(base: type, limits: Limits) -> type:
 
         def on_response_complete(self) -> None:
             self._idle_since = time.monotonic()
-            if limits.open.pop(self, False) is None:  # idle again: to the back of the eviction order
-                limits.open[self] = None
+            if limits.fresh.pop(self, False) is None or limits.kept.pop(self, False) is None:
+                limits.kept[self] = None  # idle again: to the back of the kept-alive ones
             super().on_response_complete()
             if self.timeout_keep_alive_task is not None:  # uvicorn's own handler does not count
                 self.timeout_keep_alive_task.cancel()
                 self.timeout_keep_alive_task = self.loop.call_later(limits.idle_s, self._idle_timeout)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            limits.open.pop(self, None)
+            limits.fresh.pop(self, None)
+            limits.kept.pop(self, None)
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
@@ -128,16 +138,17 @@ def guarded(base: type, limits: Limits) -> type:
             self._close()
 
         def _close(self) -> None:
-            limits.open.pop(self, None)
+            limits.fresh.pop(self, None)
+            limits.kept.pop(self, None)
             self.transport.close()
 
     return Guarded
 
 
 def _evict_one(open_: dict[Any, None]) -> bool:
-    """Close the connection idle the longest (no request in progress); False when all are busy.
-    ``open_`` is in the order connections last became idle: busy ones (few: one a request in
-    flight) are passed over, closed ones dropped."""
+    """Close the connection of ``open_`` idle the longest (no request in progress); False when all
+    are busy. ``open_`` is in the order connections last became idle: busy ones (few: one a
+    request in flight) are passed over, closed ones dropped."""
     closed = []
     victim = None
     for c in open_:
