@@ -289,11 +289,16 @@ def soak(minutes: float, phase_s: float, limit_mib: int, clients: int, slow: int
         kind = "hostile" if i % 2 else "clean"
         if kind == "hostile":
             on.set()
-        a0, cpu0, t0 = acked.value, _cpu_s(proc.pid), time.monotonic()
+        a0, t0 = acked.value, time.monotonic()
+        cpu0 = [_cpu_s(pid) for pid in (proc.pid, procs[-1].pid, *(p.pid for p in procs[:-1]))]
         time.sleep(phase_s)
         took = time.monotonic() - t0
+        replica, hostile_client, *honest_clients = (
+            round((_cpu_s(pid) - c) / took, 2) for pid, c in zip((proc.pid, procs[-1].pid, *(p.pid for p in procs[:-1])),
+                                                               cpu0))
         phase = {"phase": kind, "honest_spans_per_s": round((acked.value - a0) / took),
-                 "replica_cpu_share": round((_cpu_s(proc.pid) - cpu0) / took, 2), **watch.take(),
+                 "replica_cpu_share": replica, "hostile_client_cpu_share": hostile_client,
+                 "honest_clients_cpu_share": round(sum(honest_clients), 2), **watch.take(),
                  "load_average_1m": round(os.getloadavg()[0], 1)}
         on.clear()
         phases.append(phase)

@@ -3,6 +3,7 @@ slow senders cut off, a flood never locks out /healthz or an honest exporter, ea
 
 from __future__ import annotations
 
+import resource
 import socket
 import time
 
@@ -163,3 +164,16 @@ def test_grpc_exporter_is_served_with_the_limits_set(receiver):
     assert exporter.export(_spans()).name == "SUCCESS"
     exporter.shutdown()
     wait_until(settled(r.ports.metrics, 1), what="the gRPC spans played")
+
+
+def test_the_descriptor_limit_is_shared_by_the_listeners_that_are_on():
+    from otel_agenteval.receiver import ServeConfig
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:  # 1024 less 100 kept for grpcio, logs, the policy and the WAL
+        assert ServeConfig().connection_limit == 308  # metrics, OTLP/HTTP, OTLP/gRPC
+        assert ServeConfig(grpc_port=-1).connection_limit == 462
+        assert ServeConfig(grpc_port=-1, max_connections=50).connection_limit == 50
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
