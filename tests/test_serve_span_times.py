@@ -35,10 +35,10 @@ def _sdk_spans(now: int):
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("t")
     agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}
-    with tracer.start_as_current_span("invoke_agent", attributes=agent):
-        with tracer.start_as_current_span("execute_tool", attributes={"gen_ai.operation.name": "execute_tool",
-                                                                      "gen_ai.tool.name": "lookup"}):
-            pass
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+    with tracer.start_as_current_span("invoke_agent", attributes=agent), \
+            tracer.start_as_current_span("execute_tool", attributes=tool):
+        pass
     for start, end in _bad_roots(now).values():
         tracer.start_span("invoke_agent", attributes=agent, start_time=start).end(end_time=end)
     provider.shutdown()
