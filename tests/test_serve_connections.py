@@ -3,6 +3,7 @@ slow senders cut off, a flood never locks out /healthz or an honest exporter, ea
 
 from __future__ import annotations
 
+import resource
 import socket
 import time
 
@@ -115,6 +116,32 @@ def test_a_flood_of_connections_never_locks_out_healthz_or_an_honest_exporter(re
             s.close()
 
 
+_REQUESTS = {"ops": b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+             "otlp_http": b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                          b"Content-Length: 0\r\n\r\n"}
+
+
+@pytest.mark.parametrize("listener", ["otlp_http", "ops"])
+def test_a_flood_of_new_connections_does_not_cut_off_a_kept_alive_one(receiver, listener):
+    # the kept-alive connection is the one idle the longest when the flood comes: it used to be
+    # the first evicted; connections that never sent a request go first now
+    r = receiver(max_connections=10, http_idle_s=30, http_read_s=30)
+    port = r.ports.http if listener == "otlp_http" else r.ports.metrics
+    kept = socket.create_connection(("127.0.0.1", port), timeout=5)
+    flood: list[socket.socket] = []
+    try:
+        kept.sendall(_REQUESTS[listener])
+        assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(0.1)
+        flood = _connect(port, 40)
+        wait_until(lambda: _closed(r, listener, "evicted") >= 31, what="the flood evicting itself")
+        kept.sendall(_REQUESTS[listener])
+        assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+    finally:
+        for s in [kept, *flood]:
+            s.close()
+
+
 def test_when_every_connection_is_busy_a_new_one_gets_503(receiver):
     r = receiver(max_connections=4, http_idle_s=30, http_read_s=30, body_timeout_s=30)
     busy = _connect(r.ports.http, 4)
@@ -137,3 +164,16 @@ def test_grpc_exporter_is_served_with_the_limits_set(receiver):
     assert exporter.export(_spans()).name == "SUCCESS"
     exporter.shutdown()
     wait_until(settled(r.ports.metrics, 1), what="the gRPC spans played")
+
+
+def test_the_descriptor_limit_is_shared_by_the_listeners_that_are_on():
+    from otel_agenteval.receiver import ServeConfig
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:  # 1024 less 100 kept for grpcio, logs, the policy and the WAL
+        assert ServeConfig().connection_limit == 308  # metrics, OTLP/HTTP, OTLP/gRPC
+        assert ServeConfig(grpc_port=-1).connection_limit == 462
+        assert ServeConfig(grpc_port=-1, max_connections=50).connection_limit == 50
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -71,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: half the container's cgroup memory limit, else a quarter of RAM)")
     b.add_argument("--max-connections", type=int, default=_D.max_connections, metavar="N",
                    help="open connections per listener; past it a new connection closes the one idle the longest "
-                        "(or gets 503 when all are busy) (default: a third of the descriptor limit less 100)")
+                        "(or gets 503 when all are busy) (default: the descriptor limit less 100, shared by the listeners that are on)")
     b.add_argument("--http-idle-timeout", type=float, default=_D.http_idle_s, metavar="SECONDS",
                    help="close a connection with no request in progress after this long, on every listener "
                         "(default %(default)s)")

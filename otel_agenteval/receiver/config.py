@@ -116,7 +116,7 @@ class ServeConfig:
             return self.max_connections
         from .connections import default_max_connections
 
-        return default_max_connections()
+        return default_max_connections(1 + (self.grpc_port >= 0) + (self.http_port >= 0))  # metrics, gRPC, HTTP
 
     @property
     def memory_limit_bytes(self) -> int:

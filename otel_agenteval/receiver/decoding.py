@@ -7,15 +7,25 @@ goes through replay's typed fast path and its dict reader (:mod:`otel_agenteval.
 A body that cannot be read at all
 raises :class:`BadRequest` (HTTP 400 / gRPC ``INVALID_ARGUMENT``); a span that cannot be read is
 rejected on its own, named, and reported back as OTLP partial success.
+
+Times, the same for JSON and protobuf (:func:`checked_times`): a time no OTLP field can hold
+(negative, or past 64 bits: JSON can say it, protobuf's ``fixed64`` cannot) is a 400 naming the
+field, like ``1e400``; a span that ends before it starts, ends more than a day past the wall
+clock, or lasts more than a day (``MAX_SPAN_NS``) is rejected on its own (partial success,
+counted), never played: its duration would be a wrong histogram value, a false duration-budget
+breach, or 0 s.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from operator import attrgetter, gt, sub
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ..engine.store import FUTURE_NS
 from ..replay.formats.decode import parse, spans_from_json
 from ..replay.formats.protobuf import WIRE_SPANS, request_spans
 from ..replay.formats.typed_json import typed_request
@@ -27,6 +37,9 @@ from .compression import BadRequest
 __all__ = ["BadRequest", "Decoded", "from_json", "from_message", "from_protobuf"]
 
 MAX_MESSAGES = 5  # rejection messages kept per request (all are counted)
+MAX_SPAN_NS = 86_400 * 1_000_000_000  # a span lasting longer than a day: a clock error, not an agent's run
+UINT64 = 1 << 64  # OTLP times are fixed64 nanoseconds
+_start, _end = attrgetter("_start_time"), attrgetter("_end_time")
 
 
 @dataclass
@@ -51,7 +64,7 @@ def from_protobuf(body: bytes | bytearray, where: str = "request") -> Decoded:
     with gc_paused():
         fast = WIRE_SPANS(body) if WIRE_SPANS is not None else None  # the usual forms, from the bytes
         if fast is not None:
-            return Decoded(fast)
+            return checked_times(Decoded(fast), where)
         req = ExportTraceServiceRequest()
         try:
             req.ParseFromString(body)
@@ -64,7 +77,7 @@ def from_protobuf(body: bytes | bytearray, where: str = "request") -> Decoded:
 def from_message(req: ExportTraceServiceRequest, where: str = "request") -> Decoded:
     out = Decoded([])
     out.spans = request_spans(req, where, out.reject)
-    return out
+    return checked_times(out, where)
 
 
 def from_json(body: bytes | bytearray, where: str = "request") -> Decoded:
@@ -76,7 +89,7 @@ def from_json(body: bytes | bytearray, where: str = "request") -> Decoded:
             typed = None
         if typed is not None:
             out.spans = typed
-            return out
+            return checked_times(out, where, events=True)
         try:
             value = parse(body)
         except ValueError as exc:
@@ -88,4 +101,45 @@ def from_json(body: bytes | bytearray, where: str = "request") -> Decoded:
             out.spans = spans_from_json(value, where, out.reject)
         except (Bad, ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
             raise BadRequest(f"{where}: {why(exc)}") from None
+        return checked_times(out, where, events=True)
+
+
+def checked_times(out: Decoded, where: str = "request", events: bool = False, now_ns: int | None = None) -> Decoded:
+    """``out`` with the spans whose times cannot be right rejected (see the module's docstring);
+    :class:`BadRequest` for a time out of OTLP's range (``events``: the events' times too, which
+    only JSON can put out of range). The usual request is looked at in C (``min``/``max``/``map``),
+    span by span only when something is off."""
+    spans = out.spans
+    if not spans:
         return out
+    now = time.time_ns() if now_ns is None else now_ns
+    starts, ends = list(map(_start, spans)), list(map(_end, spans))
+    if (min(starts) > 0 and max(ends) <= now + FUTURE_NS and not any(map(gt, starts, ends))
+            and max(map(sub, ends, starts)) <= MAX_SPAN_NS
+            and not (events and not all(0 <= e.timestamp < UINT64 for s in spans for e in s._events))):
+        return out
+    keep = []
+    for s in spans:
+        problem = _time_problem(s, now)
+        if problem is None:
+            keep.append(s)
+        else:
+            out.reject(f"{where}: span {s._context[1]:016x}: {problem}")
+    out.spans = keep
+    return out
+
+
+def _time_problem(s: RecordedSpan, now: int) -> str | None:
+    start, end = s._start_time, s._end_time
+    for field_name, t in (("startTimeUnixNano", start), ("endTimeUnixNano", end),
+                          *(("events.timeUnixNano", e.timestamp) for e in s._events)):
+        if not 0 <= t < UINT64:
+            raise BadRequest(f"{field_name} {t} is out of range: OTLP times are unsigned 64-bit nanoseconds")
+    if end > now + FUTURE_NS:
+        return f"endTimeUnixNano {end} is more than a day past this replica's clock ({now})"
+    if start and end:
+        if start > end:
+            return f"endTimeUnixNano {end} is before startTimeUnixNano {start}"
+        if end - start > MAX_SPAN_NS:
+            return f"the span lasts {(end - start) / 1e9:.0f} s, more than a day: its times cannot be right"
+    return None
