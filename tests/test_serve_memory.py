@@ -9,6 +9,7 @@ import importlib.util
 import json
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,29 @@ def test_grpc_over_the_budget_is_resource_exhausted_with_retry_info():
     finally:
         GATE.set()
         r.stop()
+
+
+def budget_used(bench: Any, port: int) -> float:
+    return sum(v for k, v in bench.scrape(port).items() if k.startswith("agenteval_receiver_memory_bytes"))
+
+
+def test_a_burst_leaves_the_process_where_it_was():
+    """After a burst of big uploads the allocator gives the freed heap back: RSS returns to what the
+    warmed-up replica held before it (it kept 23-52 MiB more, by when the trim ran, before the trim
+    waited for the burst's last objects to be freed)."""
+    bench = _bench()
+    serve = bench.Serve("--memory-limit-mib", "64", "--max-body-bytes", str(7 * MIB), "--idle-timeout", "6",
+                        "--max-held-spans", "1000000")
+    try:
+        bench.send_uploads(serve.http, 4, 6, 3)  # warm up: first-use code paths, buffers, caches
+        wait_until(lambda: budget_used(bench, serve.metrics) == 0, 20, "the budget emptied")
+        time.sleep(2.0)
+        warm = bench.rss(serve.proc.pid) / MIB
+        for _ in range(2):
+            statuses = bench.send_uploads(serve.http, 30, 6, 3)  # ~180 MiB offered against 64
+            assert statuses.get(200, 0) == 30 and statuses.get(429, 0) > 0, statuses
+            time.sleep(8.0)  # the held traces play at the idle timeout, then the trim settles
+            after = bench.rss(serve.proc.pid) / MIB
+            assert after <= warm + 16, (warm, after)
+    finally:
+        serve.stop()

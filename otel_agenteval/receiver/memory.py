@@ -35,6 +35,7 @@ CGROUP_SHARE = 0.5  # default limit: this share of the container's memory limit 
 RAM_SHARE = 0.25  # ... or, with none, of the machine's RAM
 MIN_LIMIT_MIB = 32
 TRIM_STEP = 32 * MIB  # a fall in use past this (and below half the peak) trims the allocator
+SETTLE_S = 1.0  # ... once it has lasted this long
 
 
 def cgroup_limit() -> int | None:
@@ -77,6 +78,7 @@ class MemoryBudget:
         self.bodies = 0  # reserved for bodies being read or decoded
         self.peak = 0  # highest use since the allocator was last trimmed
         self.trims = 0
+        self._trim_due: float | None = None  # when a fall past TRIM_STEP, if it lasts, trims
         self._lock = threading.Lock()
 
     @property
@@ -99,15 +101,22 @@ class MemoryBudget:
         with self._lock:
             self.bodies -= size * (1 + DECODED_RATIO)
 
-    def trim_after_burst(self) -> None:
+    def trim_after_burst(self, now: float) -> None:
         """Give freed heap back to the OS once a burst is over: use fell by more than
-        :data:`TRIM_STEP` and below half its peak (glibc keeps freed memory in its heaps otherwise)."""
+        :data:`TRIM_STEP` and below half its peak, and stayed there for :data:`SETTLE_S` (so the
+        burst's last objects are freed first; glibc keeps freed memory in its heaps otherwise)."""
         used = self.used
         peak = max(self.peak, used)
         if peak - used > TRIM_STEP and used < peak // 2:
-            trim()
-            self.trims += 1
-            peak = used
+            if self._trim_due is None:
+                self._trim_due = now + SETTLE_S
+            elif now >= self._trim_due:
+                trim()
+                self.trims += 1
+                peak = used
+                self._trim_due = None
+        else:
+            self._trim_due = None
         self.peak = peak
 
 

@@ -269,7 +269,7 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
-            self.memory.trim_after_burst()
+            self.memory.trim_after_burst(time.monotonic())
             if self.wal is not None:
                 with self._turn:
                     self.wal.tick()
