@@ -9,7 +9,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, make_asgi_app
 
-from .otlp_http import Receive, Scope, Send, bearer_ok, lifespan
+from .otlp_http import Receive, Scope, Send, bearer_ok, is_http
 
 
 class OpsApp:
@@ -25,10 +25,7 @@ class OpsApp:
         self._unauthorized = unauthorized  # a Counter child, counted per refused scrape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        if scope["type"] != "http":
+        if not await is_http(scope, receive, send):
             return
         path = scope["path"]
         if path == "/metrics":

@@ -66,10 +66,7 @@ class OtlpHttpApp:
         self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="agenteval-decode")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        if scope["type"] != "http":
+        if not await is_http(scope, receive, send):
             return
         held = Reservation(self.pipeline.memory)
         try:
@@ -235,6 +232,13 @@ async def _send(send: Send, status: int, body: bytes, json_body: bool,
                 "headers": [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode()),
                             *headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def is_http(scope: Scope, receive: Receive, send: Send) -> bool:
+    """An HTTP request to answer? Lifespan messages are answered here; anything else is ignored."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+    return bool(scope["type"] == "http")
 
 
 async def lifespan(receive: Receive, send: Send) -> None:
