@@ -9,6 +9,7 @@ from opentelemetry.trace import StatusCode
 
 from . import _semconv as sc
 from . import frameworks as fw
+from .labels import safe_label
 from .span_values import adk_error, conversation, error_type_of, find_event_attr
 from .spans import UNSET_STATUS, attributes_of, view
 from .trajectory import ToolStep
@@ -17,6 +18,7 @@ from .trajectory import ToolStep
 _ERROR: Final = StatusCode.ERROR
 _UNSET: Final = UNSET_STATUS
 _TRUE: Final = (True, "true", "True")
+MAX_TOOL_NAME: Final = 256  # longer tool names (they come from models) are cut, with a hash
 
 
 def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
@@ -126,13 +128,17 @@ def tool_step(span: Any, attrs: dict[str, Any] | None = None) -> ToolStep:
 
 def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None, end_ns: int = -1) -> ToolStep:
     """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path,
-    which has read the span's context and end time already)."""
+    which has read the span's context and end time already). A tool name longer than
+    :data:`MAX_TOOL_NAME` (names come from models) is cut, with a hash."""
     ids: tuple[Any, ...] = span._context if ctx is None else ctx
     if end_ns < 0:
         end_ns = span._end_time or 0
     tool = attrs.get(sc.TOOL_NAME)
-    return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events,
+    if type(tool) is not str or not tool:
+        tool = tool_name(span, attrs)
+    if len(tool) > MAX_TOOL_NAME:
+        tool = safe_label(tool, MAX_TOOL_NAME)
+    return SpanToolStep(tool, span._start_time or 0, end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events,
                         getattr(span, "_instrumentation_scope", None))
 
 
