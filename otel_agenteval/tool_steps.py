@@ -19,6 +19,10 @@ _ERROR: Final = StatusCode.ERROR
 _UNSET: Final = UNSET_STATUS
 _TRUE: Final = (True, "true", "True")
 MAX_TOOL_NAME: Final = 256  # longer tool names (they come from models) are cut, with a hash
+# the framework table's keys read on every tool step, bound here: C statics when compiled, where
+# reading them through the (plain Python) frameworks module costs a module attribute lookup each time
+_ERROR_FLAGS: Final[tuple[str, ...]] = fw.ERROR_FLAGS
+_ENVELOPE_PREFIXES: Final[tuple[str, ...]] = fw.ENVELOPE_PREFIXES
 
 
 def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
@@ -69,7 +73,7 @@ class SpanToolStep(ToolStep):
                 args = fw.first_of(a, fw.ARGUMENT_KEYS)
             if args is None and self._events:  # Strands default mode: content only in events
                 args = find_event_attr(self._events, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
-        if type(args) is str and args.startswith(fw.ENVELOPE_PREFIXES):
+        if type(args) is str and args.startswith(_ENVELOPE_PREFIXES):
             return fw.unwrap_arguments(args)  # the framework's envelope taken off, in one place
         return args
 
@@ -150,7 +154,7 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     flag = attrs.get(sc.TOOL_STATUS)
     if flag is not None:
         return flag != "error"
-    for key in fw.ERROR_FLAGS:  # Haystack: haystack.tool.error=True, status left UNSET
+    for key in _ERROR_FLAGS:  # Haystack: haystack.tool.error=True, status left UNSET
         if attrs.get(key) in _TRUE:
             return False
     response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
