@@ -20,8 +20,9 @@ from conftest import T0, Harness
 from prometheus_client import generate_latest
 from serve_support import ALL_RULES, ALL_RULES_POLICY, record_all_rules
 
-from otel_agenteval import Policy
+from otel_agenteval import Policy, frameworks
 from otel_agenteval._demo_world import DEMO_POLICY, SupportWorld
+from otel_agenteval.store import ProcessClock
 
 _IDS = re.compile(r"\b[0-9a-f]{32}\b|\b[0-9a-f]{16}\b")  # trace and span ids are random
 GOLDEN = Path(__file__).parent / "golden" / "hot_path_reports.txt"
@@ -52,3 +53,24 @@ def test_reports_equal_the_golden_file(make_processor: Any) -> None:
     if os.environ.get("OTEL_AGENTEVAL_WRITE_GOLDEN"):
         GOLDEN.write_text(got)
     assert got.splitlines() == GOLDEN.read_text().splitlines()
+
+
+def test_an_injected_clock_is_read_as_int_ns() -> None:
+    clock = ProcessClock(lambda: 1.5e9)  # a float clock: made an int once, where it is wrapped
+    assert (clock.now(0), clock.span_now()) == (1_500_000_000, 1_500_000_000)
+    assert type(clock.now(0)) is int
+
+
+def test_unread_verdicts_per_key_set_are_bounded_and_right(monkeypatch: Any) -> None:
+    monkeypatch.setattr(frameworks, "_AGENT_KEYS", {})  # a fresh memory, so the bound is reached here
+    cache = frameworks._AGENT_KEYS
+    for i in range(frameworks.MAX_KEY_SETS + 100):  # more span shapes than are remembered
+        assert not frameworks.looks_like_agent_work("GET /x", {"http.route": "/x", f"app.k{i}": 1})
+    assert len(cache) == frameworks.MAX_KEY_SETS
+    http = {"http.request.method": "GET", "url.full": "http://x"}
+    assert [frameworks.looks_like_agent_work("GET", http) for _ in range(2)] == [False, False]
+    genai = {"gen_ai.system": "acme", "gen_ai.request.model": "m-1"}
+    assert [frameworks.looks_like_agent_work("acme.generate", genai) for _ in range(2)] == [True, True]
+    traceloop = {"traceloop.span.kind": "workflow", "gen_ai.system": "acme"}  # known structure
+    assert not frameworks.looks_like_agent_work("wf", traceloop)
+    assert not frameworks.looks_like_agent_work("haystack.pipeline.run", genai)  # by name, not keys
