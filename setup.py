@@ -31,7 +31,7 @@ def log(message: str) -> None:
     print(f"otel-agenteval build: {message}", file=sys.stderr, flush=True)
 
 
-# the OTLP protobuf wire reader in C (otel_agenteval/replay/native.py says why)
+# the OTLP protobuf wire reader in C (otel_agenteval/replay/formats/native.py says why)
 WIRE_C = Extension("otel_agenteval.replay._wire_c",
                    [os.path.join("otel_agenteval", "replay", name) for name in ("_wire_c.c", "_wire_format.c")],
                    depends=[os.path.join("otel_agenteval", "replay", "_wire_format.h")])

@@ -27,7 +27,7 @@ END = "<!-- module-diagram:end -->"
 
 
 def node(module: str) -> str:
-    """``otel_agenteval.replay.wire`` -> ``replay/``; a root module keeps its name."""
+    """``otel_agenteval.replay.formats.wire`` -> ``replay/``; a root module keeps its name."""
     parts = module.split(".")[1:]
     if not parts:
         return ""

@@ -20,7 +20,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from otel_agenteval import Policy, TrajectoryProcessor
-from otel_agenteval.exposition import serve
+from otel_agenteval.metrics.exposition import serve
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 

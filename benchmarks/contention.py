@@ -43,9 +43,9 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _harness import make_app, quiet  # noqa: E402
 
 from otel_agenteval import Policy  # noqa: E402
-from otel_agenteval._build import build_name  # noqa: E402
+from otel_agenteval.cli.build import build_name  # noqa: E402
+from otel_agenteval.model.trajectory import ToolStep  # noqa: E402
 from otel_agenteval.rules import builtin_rules  # noqa: E402
-from otel_agenteval.trajectory import ToolStep  # noqa: E402
 
 POLICY = Policy.from_dict({
     "tools": {"create_claim": {"write": True}},

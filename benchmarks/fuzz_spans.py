@@ -267,7 +267,7 @@ def _caught(fz: Fuzzer, state: Any) -> list[str]:
     seen: list[str] = []
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if event == "exception" and frame.f_code.co_filename.endswith(("otel_agenteval/engine.py",
+        if event == "exception" and frame.f_code.co_filename.endswith(("otel_agenteval/engine/engine.py",
                                                                        "otel_agenteval/processor.py")):
             exc_type, exc, tb = arg
             while tb.tb_next is not None:

@@ -190,8 +190,8 @@ def child(so: Path, argv: list[str]) -> None:
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from otel_agenteval.replay.native import reader
-    from otel_agenteval.replay.protobuf import request_spans
+    from otel_agenteval.replay.formats.native import reader
+    from otel_agenteval.replay.formats.protobuf import request_spans
 
     spec = importlib.util.spec_from_file_location("otel_agenteval.replay._wire_c", so)
     assert spec is not None and spec.loader is not None

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import Span, TracerProvider
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, TrajectoryProcessor
-from otel_agenteval._build import build_name
+from otel_agenteval.cli.build import build_name
 
 POLICY = r"""
 tools:
@@ -143,7 +143,7 @@ def hook_cost(runs: int, calls_per_run: int) -> dict[str, Any]:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    from otel_agenteval.hooks.pydantic_ai import GuardTools
+    from otel_agenteval.guard.hooks.pydantic_ai import GuardTools
 
     processor = TrajectoryProcessor(Policy.from_yaml(POLICY), registry=CollectorRegistry())
     provider = TracerProvider(resource=Resource.create({"service.name": "bench"}))

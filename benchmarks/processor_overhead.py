@@ -65,7 +65,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, TrajectoryProcessor
-from otel_agenteval._build import build_name
+from otel_agenteval.cli.build import build_name
 
 TARGET, GOAL = 1.10, 1.05
 SPANS_PER_RUN = 14  # 1 agent + 5 chat + 8 tool

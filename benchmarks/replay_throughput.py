@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from otel_agenteval._build import build_name
+from otel_agenteval.cli.build import build_name
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,7 +52,7 @@ if mode == "read":
         pass
     spans, code = counts.spans, 0
 else:
-    from otel_agenteval.cli import main
+    from otel_agenteval.cli.main import main
     out = sys.stdout
     sys.stdout = open(os.devnull, "w")
     code = main(["replay", path, "--policy", policy, "--format", "json", "--quiet"])

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from otel_agenteval._build import build_name
+from otel_agenteval.cli.build import build_name
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,9 +52,9 @@ CHILD = r"""
 import json, os, resource, sys, time
 mode, policy, cases, path = sys.argv[1:5]
 t0, c0 = time.perf_counter(), time.process_time()
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 if mode == "score":
-    import otel_agenteval.scoring.command as command
+    import otel_agenteval.cli.score as command
     command.case_id_of = lambda t, mapping=None: "support"
     argv = ["score", path, "--cases", cases, "--policy", policy, "--format", "json", "--quiet"]
 else:

@@ -261,8 +261,8 @@ def baseline(bodies: list[bytes]) -> float:
     from prometheus_client import CollectorRegistry
 
     from otel_agenteval import Policy
-    from otel_agenteval.engine import Engine
-    from otel_agenteval.metrics import Metrics
+    from otel_agenteval.engine.engine import Engine
+    from otel_agenteval.metrics.prometheus import Metrics
     from otel_agenteval.receiver.decoding import from_protobuf
     from otel_agenteval.replay.live import LiveFeeder
 

@@ -35,7 +35,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _harness import by_label, make_app, peak_rss_mb, quiet, rss_mb, scrape  # noqa: E402
 
 from otel_agenteval import Policy  # noqa: E402
-from otel_agenteval._build import build_name  # noqa: E402
+from otel_agenteval.cli.build import build_name  # noqa: E402
 
 POLICY = Policy.from_dict({"tools": {"create_claim": {"write": True}},
                            "agents": {"*": {"budget": {"max_steps": 50, "max_repeats": 5}}}})

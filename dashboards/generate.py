@@ -4,7 +4,7 @@
     python -m dashboards.generate --check    # exit 1 if a committed file is out of date
 
 Needs the ``dashboards`` extra (``grafana-foundation-sdk``, Grafana 11.6 types, Python ≥ 3.11).
-Every query reads only the metrics of ``otel_agenteval/metrics.py``; recording rules are not
+Every query reads only the metrics of ``otel_agenteval/metrics/prometheus.py``; recording rules are not
 needed. ``tests/test_prometheus_integration.py`` runs every expression here against a real
 Prometheus scraping the demo.
 """

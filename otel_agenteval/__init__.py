@@ -1,13 +1,13 @@
 """otel-agenteval: trajectory checks and metrics for AI agents, as an OpenTelemetry span processor."""
 
-from .confirmations import record_confirmation
-from .decision import ActionBlocked, Decision
-from .guard import Guard
-from .policy import Policy, PolicyError
+from .guard.decision import ActionBlocked, Decision
+from .guard.guard import Guard
+from .model.trajectory import LLMCall, ToolStep, Trajectory
+from .model.violation import Violation
+from .policy.policy import Policy, PolicyError
 from .processor import TrajectoryProcessor
+from .reading.confirmations import record_confirmation
 from .rules import Check, Finish, Rule
-from .trajectory import LLMCall, ToolStep, Trajectory
-from .violation import Violation
 
 __version__ = "0.1.0"
 

@@ -21,21 +21,21 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry, Gauge
 
-from .collectors import SelfCollector
-from .evaluation_events import for_policy, with_events
-from .metric_catalogue import QUEUED_SPANS
-from .monitor import build_monitor
-from .policy import Policy
+from .engine.store import ProcessClock
+from .metrics.catalogue import QUEUED_SPANS
+from .metrics.collectors import SelfCollector
+from .metrics.evaluation_events import for_policy, with_events
+from .metrics.monitor import build_monitor
+from .model.trajectory import Trajectory
+from .model.violation import Violation
+from .policy.policy import Policy
 from .rules import Rule
-from .store import ProcessClock
-from .trajectory import Trajectory
-from .violation import Violation
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-    from .guard import Guard
-    from .handoff import Handoff
+    from .engine.handoff import Handoff
+    from .guard.guard import Guard
 
 
 class TrajectoryProcessor(SpanProcessor):
@@ -81,7 +81,7 @@ class TrajectoryProcessor(SpanProcessor):
         self._guard: Guard | None = None
         self._handoff: Handoff | None = None
         if background:
-            from .handoff import Handoff  # imported when asked for
+            from .engine.handoff import Handoff  # imported when asked for
 
             handoff = self._handoff = Handoff(self.engine, max_queue_size)
             Gauge(QUEUED_SPANS.name, QUEUED_SPANS.doc, registry=self.metrics.registry).set_function(lambda: handoff.queued)
@@ -145,14 +145,14 @@ class TrajectoryProcessor(SpanProcessor):
             self.engine.count_error("shutdown")
 
     def guard(self, *, tracer_provider: TracerProvider | None = None) -> Guard:
-        """The :class:`~otel_agenteval.guard.Guard` on this processor's policy, rules and live runs
+        """The :class:`~otel_agenteval.guard.guard.Guard` on this processor's policy, rules and live runs
         (one per processor: what it allowed and what is still running is shared by every caller).
 
         ``tracer_provider``: where a stopped call with no tool span open gets a span of its own
         (default: the global provider)."""
         g = self._guard
         if g is None:
-            from .guard import Guard  # imported when asked for
+            from .guard.guard import Guard  # imported when asked for
 
             e = self.engine
             g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), tracer_provider)

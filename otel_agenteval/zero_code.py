@@ -67,8 +67,8 @@ class AgentEvalInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
 def attach(env: Any) -> None:
     """The processor on the global provider and, if asked, ``/metrics``; raises :class:`AttachError`."""
-    from .exposition import DEFAULT_ADDR, serve
-    from .policy import Policy, PolicyError
+    from .metrics.exposition import DEFAULT_ADDR, serve
+    from .policy.policy import Policy, PolicyError
     from .processor import TrajectoryProcessor
 
     provider = trace.get_tracer_provider()

@@ -46,8 +46,8 @@ def test_spans_of_other_classes_are_read_through_their_public_fields(make_proces
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from otel_agenteval import Policy
-    from otel_agenteval.engine import Engine
-    from otel_agenteval.extract import FAST_SPANS
+    from otel_agenteval.engine.engine import Engine
+    from otel_agenteval.reading.extract import FAST_SPANS
 
     h = make_processor("tools: {create_claim: {write: true}}")
     memory = InMemorySpanExporter()

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 from serve_support import ALL_RULES, ALL_RULES_POLICY, record_all_rules
 
 from otel_agenteval import Policy, TrajectoryProcessor
+from otel_agenteval.model.trajectory import ToolStep
 from otel_agenteval.rules import builtin_rules
-from otel_agenteval.trajectory import ToolStep
 
 WRITES = "tools: {create_claim: {write: true}}\n"
 
@@ -140,7 +140,7 @@ def test_shutdown_checks_what_is_queued_then_counts_later_spans(make_processor: 
 
 
 def test_shutdown_gives_up_on_a_backlog_behind_a_slow_rule(make_processor: Any, monkeypatch: Any) -> None:
-    import otel_agenteval.handoff as handoff
+    import otel_agenteval.engine.handoff as handoff
 
     monkeypatch.setattr(handoff, "SHUTDOWN_DRAIN_S", 0.3)
     seen: list[str] = []

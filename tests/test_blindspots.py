@@ -9,9 +9,9 @@ from conftest import SERVICE, Harness
 from opentelemetry import trace
 from structlog.testing import CapturingLogger, capture_logs
 
-from otel_agenteval import blindspots
-from otel_agenteval.blindspots import capture_setting, checked_tools
-from otel_agenteval.policy import Policy
+from otel_agenteval.metrics import blindspots
+from otel_agenteval.metrics.blindspots import capture_setting, checked_tools
+from otel_agenteval.policy.policy import Policy
 
 POLICY = """
 tools:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agenteval._build import COMPILED_MODULES, build_name, compiled_modules
+from otel_agenteval.cli.build import COMPILED_MODULES, build_name, compiled_modules
 
 
 def test_the_build_is_the_one_expected() -> None:

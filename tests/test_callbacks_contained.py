@@ -12,9 +12,9 @@ from prometheus_client import CollectorRegistry
 from serve_support import scrape, settled, value, wait_until
 from test_serve_input import _spans
 
+from otel_agenteval.model.trajectory import ToolStep
 from otel_agenteval.receiver import Receiver, ServeConfig
 from otel_agenteval.rules import builtin_rules
-from otel_agenteval.trajectory import ToolStep
 
 WRITES = "tools: {create_claim: {write: true}}\n"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples" / "policies").glob("*.yaml"))
 

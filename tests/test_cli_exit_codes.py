@@ -137,7 +137,7 @@ def test_an_internal_error_is_exit_3_not_1(tmp_path: Path) -> None:
     r = Runner(processor=False)
     r.run([WORKED_RUN[0]], case="refund-damaged", trial=1)
     traces = otlp_json_lines(r.spans, tmp_path / "t.jsonl")
-    script = ("import sys; import otel_agenteval.replay.command as c; from otel_agenteval.cli import main; "
+    script = ("import sys; import otel_agenteval.cli.replay as c; from otel_agenteval.cli.main import main; "
               "c.replay = lambda *a, **k: (_ for _ in ()).throw(SystemError('boom')); sys.exit(main(sys.argv[1:]))")
     argv = [sys.executable, "-c", script, "replay", str(traces), "--policy", str(POLICY)]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 
 SUPPORT_POLICY = Path(__file__).parent.parent / "examples" / "policies" / "support-agent.yaml"
 
@@ -28,7 +28,7 @@ def test_demo_recording_replays_to_the_same_findings(tmp_path, capsys):
     policy = tmp_path / "policy.yaml"
     import yaml
 
-    from otel_agenteval._demo_world import DEMO_POLICY
+    from otel_agenteval.cli.demo_world import DEMO_POLICY
 
     policy.write_text(yaml.safe_dump(DEMO_POLICY))
     assert main(["demo", "--runs", "80", "--seed", "5", "--no-serve", "--format", "json", "--quiet",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from otel_agenteval.cli import build_parser
+from otel_agenteval.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

@@ -11,7 +11,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
 from otel_agenteval import Policy
-from otel_agenteval.trajectory import short_hash
+from otel_agenteval.model.trajectory import short_hash
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_one_event_per_finished_run_with_its_verdict(make_processor: Any, logs: 
 
 def test_policy_switch_uses_the_global_provider(make_processor: Any, logs: Any,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import otel_agenteval.evaluation_events as ev
+    import otel_agenteval.metrics.evaluation_events as ev
 
     provider, exporter = logs
     monkeypatch.setattr(ev, "get_logger_provider", lambda: provider)

@@ -12,7 +12,7 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 from conftest import ISSUE_POLICY, SERVICE, Harness
 
-from otel_agenteval.exposition import MetricsServer, asgi_app, serve, wsgi_app
+from otel_agenteval.metrics.exposition import MetricsServer, asgi_app, serve, wsgi_app
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 

@@ -13,8 +13,8 @@ from conftest import Harness
 from opentelemetry.sdk.trace import Span
 from opentelemetry.trace import StatusCode
 
-from otel_agenteval import extract
-from otel_agenteval.trajectory import AgentSpan, LLMCall, ToolStep, parse_arguments
+from otel_agenteval.model.trajectory import AgentSpan, LLMCall, ToolStep, parse_arguments
+from otel_agenteval.reading import extract
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from otel_agenteval import frameworks as fw
+from otel_agenteval.reading import frameworks as fw
 
 ARGS = {"order_id": "88120", "reason": "damaged"}
 

@@ -12,9 +12,9 @@ from guard_support import BLOCKED_BY, CLAIM, GUARD_POLICY, REFUND_A, SCENARIO, c
 from opentelemetry import trace
 
 from otel_agenteval import ActionBlocked, Policy, Rule
+from otel_agenteval.model.trajectory import ToolStep
+from otel_agenteval.model.violation import Violation
 from otel_agenteval.rules import Check, Event, applies_to
-from otel_agenteval.trajectory import ToolStep
-from otel_agenteval.violation import Violation
 
 Make = Callable[..., Harness]
 

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import ActionBlocked, Policy, Trajectory, TrajectoryProcessor, Violation, record_confirmation
-from otel_agenteval.hooks.plain import guarded
+from otel_agenteval.guard.hooks.plain import guarded
 
 
 class Rig:
@@ -116,7 +116,7 @@ def test_pydantic_ai_toolset_wrapper(rig: Rig) -> None:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    from otel_agenteval.hooks.pydantic_ai import GuardTools
+    from otel_agenteval.guard.hooks.pydantic_ai import GuardTools
 
     claim = {"order_id": "88120", "reason": "damaged_in_transit"}
     script: list[list[tuple[str, dict[str, Any]]]] = [
@@ -176,7 +176,7 @@ def test_pydantic_ai_toolset_wrapper(rig: Rig) -> None:
 
 
 def test_hooks_default_guard_is_the_first_processors() -> None:
-    from otel_agenteval.guard import default_guard
+    from otel_agenteval.guard.guard import default_guard
 
     assert isinstance(default_guard(), type(Rig().guard))
 

@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, TrajectoryProcessor
+from otel_agenteval.model.trajectory import ToolStep
 from otel_agenteval.rules import applies_to
-from otel_agenteval.trajectory import ToolStep
 
 YEAR_NS = 365 * 86_400 * 10**9
 
@@ -276,8 +276,8 @@ import json
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 from otel_agenteval import Policy, TrajectoryProcessor
-from otel_agenteval.arguments import normalise_value
-from otel_agenteval.trajectory import ToolStep
+from otel_agenteval.model.arguments import normalise_value
+from otel_agenteval.model.trajectory import ToolStep
 
 done = []
 proc = TrajectoryProcessor(Policy.from_yaml("tools: {create_claim: {write: true}}", "<t>"),

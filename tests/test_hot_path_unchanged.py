@@ -20,9 +20,10 @@ from conftest import T0, Harness
 from prometheus_client import generate_latest
 from serve_support import ALL_RULES, ALL_RULES_POLICY, record_all_rules
 
-from otel_agenteval import Policy, frameworks
-from otel_agenteval._demo_world import DEMO_POLICY, SupportWorld
-from otel_agenteval.store import ProcessClock
+from otel_agenteval import Policy
+from otel_agenteval.cli.demo_world import DEMO_POLICY, SupportWorld
+from otel_agenteval.engine.store import ProcessClock
+from otel_agenteval.reading import frameworks
 
 _IDS = re.compile(r"\b[0-9a-f]{32}\b|\b[0-9a-f]{16}\b")  # trace and span ids are random
 GOLDEN = Path(__file__).parent / "golden" / "hot_path_reports.txt"

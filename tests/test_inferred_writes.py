@@ -16,10 +16,11 @@ import pytest
 import structlog
 import structlog.testing
 
-from otel_agenteval import Policy, dispatch
-from otel_agenteval.cli import main
-from otel_agenteval.dispatch import MAX_INFERRED_LOGGED
-from otel_agenteval.write_verbs import first_word, is_inferred_write
+from otel_agenteval import Policy
+from otel_agenteval.cli.main import main
+from otel_agenteval.engine import dispatch
+from otel_agenteval.engine.dispatch import MAX_INFERRED_LOGGED
+from otel_agenteval.policy.write_verbs import first_word, is_inferred_write
 
 CLAIM = {"order_id": "88120", "reason": "damaged"}
 

@@ -11,7 +11,7 @@ import trace_files as tf
 from conftest import ISSUE_POLICY
 
 from otel_agenteval import Policy
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_init_writes_a_policy_check_policy_accepts(demo_traces: Path, tmp_path: 
 
 
 def test_budgets_sit_at_the_p99_with_headroom(make_processor: Any, tmp_path: Path) -> None:
-    from otel_agenteval.starter_policy import Observed, budget_of
+    from otel_agenteval.policy.starter import Observed, budget_of
 
     h = make_processor()
     seen = Observed()

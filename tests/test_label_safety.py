@@ -18,9 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from otel_agenteval import Policy, PolicyError
-from otel_agenteval.exposition import serve, wsgi_app
-from otel_agenteval.labels import safe_label
-from otel_agenteval.metrics import Metrics
+from otel_agenteval.metrics.exposition import serve, wsgi_app
+from otel_agenteval.metrics.prometheus import Metrics
+from otel_agenteval.reading.labels import safe_label
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 BAD_AGENT = "support\udc80\x1b[31m"  # a lone surrogate and an ANSI escape: the SDK accepts both

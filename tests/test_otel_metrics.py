@@ -10,7 +10,7 @@ from conftest import ISSUE_POLICY, WRITES_ONLY
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from otel_agenteval import metric_catalogue as mc
+from otel_agenteval.metrics import catalogue as mc
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_no_meter_provider_means_no_bridge() -> None:
 
     code = ("import sys; from prometheus_client import CollectorRegistry; from otel_agenteval import TrajectoryProcessor;"
             " TrajectoryProcessor(registry=CollectorRegistry());"
-            " assert 'otel_agenteval.otel_metrics' not in sys.modules, 'bridge loaded'")
+            " assert 'otel_agenteval.metrics.otel' not in sys.modules, 'bridge loaded'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

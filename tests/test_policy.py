@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from otel_agenteval import Policy, PolicyError, TrajectoryProcessor
-from otel_agenteval.policy import Budget, Price
+from otel_agenteval.policy.policy import Budget, Price
 
 
 def test_issue_policy_loads_and_means_what_it_says(tmp_path: Path) -> None:

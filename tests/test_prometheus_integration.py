@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from otel_agenteval.metrics import STEP_BUCKETS
+from otel_agenteval.metrics.prometheus import STEP_BUCKETS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROM_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"

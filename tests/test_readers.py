@@ -17,7 +17,7 @@ import trace_files as tf
 from conftest import ISSUE_POLICY
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_agenteval.replay import decode, otlp_json, typed_json, values
+from otel_agenteval.replay.formats import decode, otlp_json, typed_json, values
 from otel_agenteval.replay.readers import InputError, ReadCounts, RejectedInput, iter_spans
 
 
@@ -343,7 +343,7 @@ _ODD_PB_SPANS = {
 
 @pytest.mark.parametrize("case", sorted(_ODD_PB_SPANS))
 def test_protobuf_fast_path_reads_each_form_as_the_reference(case: str) -> None:
-    from otel_agenteval.replay import protobuf
+    from otel_agenteval.replay.formats import protobuf
 
     s = _pb_span(**_ODD_PB_SPANS[case])
     try:

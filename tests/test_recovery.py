@@ -11,8 +11,8 @@ from scoring_support import SUPPORT_POLICY, Runner, trajectory
 from trace_files import otlp_json_lines
 
 from otel_agenteval import TrajectoryProcessor
-from otel_agenteval.cli import main
-from otel_agenteval.recovery import GAVE_UP, RETRIED_SAME, TRIED_OTHER, Recovery, recoveries, recovery_rate
+from otel_agenteval.cli.main import main
+from otel_agenteval.model.recovery import GAVE_UP, RETRIED_SAME, TRIED_OTHER, Recovery, recoveries, recovery_rate
 
 A = ("lookup_order", {"order_id": "1"})
 A_OTHER_ARGS = ("lookup_order", {"order_id": "2"})
@@ -102,7 +102,7 @@ def test_a_scored_run_with_recoveries_copies_and_pickles(how: str) -> None:
     import copy
     import pickle
 
-    from otel_agenteval.scoring.cases import cases_from_text
+    from otel_agenteval.scoring.cases.load import cases_from_text
     from otel_agenteval.scoring.score import score_run
 
     t, _ = trajectory([fail(A), A, B])

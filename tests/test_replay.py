@@ -16,7 +16,7 @@ import trace_files as tf
 from conftest import ISSUE_POLICY
 
 from otel_agenteval import Policy, Trajectory, Violation
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 from otel_agenteval.replay import replay
 from otel_agenteval.replay.feed import GRACE_NS
 

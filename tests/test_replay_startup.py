@@ -12,7 +12,7 @@ SERVERS = ("grpc", "uvicorn", "otel_agenteval.receiver.server", "opentelemetry.p
 
 
 def test_the_cli_loads_no_server_until_serve_runs() -> None:
-    code = ("import json, sys; from otel_agenteval.cli import build_parser; build_parser();"
+    code = ("import json, sys; from otel_agenteval.cli.main import build_parser; build_parser();"
             f"print(json.dumps([m for m in {SERVERS!r} if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

@@ -23,9 +23,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from test_readers import fields
 
 from otel_agenteval.receiver.decoding import from_protobuf
-from otel_agenteval.replay.native import native_spans
-from otel_agenteval.replay.protobuf import request_spans
-from otel_agenteval.replay.wire import wire_spans
+from otel_agenteval.replay.formats.native import native_spans
+from otel_agenteval.replay.formats.protobuf import request_spans
+from otel_agenteval.replay.formats.wire import wire_spans
 
 Reader = Callable[[bytes], Any]
 READERS: dict[str, Reader | None] = {"wire.py": wire_spans, "_wire_c": native_spans}
@@ -250,8 +250,8 @@ def test_keys_past_the_key_cache_read_the_same(read: Reader) -> None:
 
 
 def test_the_readers_take_the_wire_path_on_the_compiled_build() -> None:
-    from otel_agenteval._build import compiled_modules
-    from otel_agenteval.replay.protobuf import WIRE_SPANS
+    from otel_agenteval.cli.build import compiled_modules
+    from otel_agenteval.replay.formats.protobuf import WIRE_SPANS
 
     compiled = "replay.wire" in compiled_modules()
     assert (WIRE_SPANS is not None) == compiled

@@ -11,9 +11,9 @@ from conftest import ISSUE_POLICY, SERVICE, WRITES_ONLY, Harness, hex_span, hex_
 from prometheus_client import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from otel_agenteval import sinks
-from otel_agenteval.labels import safe_label
-from otel_agenteval.metrics import BUDGETS
+from otel_agenteval.engine import sinks
+from otel_agenteval.metrics.prometheus import BUDGETS
+from otel_agenteval.reading.labels import safe_label
 from otel_agenteval.rules import KNOWN_RULES
 
 # --- duplicate_write / write_retried_after_error -------------------------------------------------
@@ -378,8 +378,8 @@ def test_tokens_and_cost_exactly_at_the_limit_are_not_breaches(make_processor: A
 
 
 def test_a_custom_over_budget_rule_runs_only_where_a_budget_is_crossed(make_processor: Any) -> None:
+    from otel_agenteval.model.trajectory import LLMCall, ToolStep
     from otel_agenteval.rules import Finish, applies_to, builtin_rules
-    from otel_agenteval.trajectory import LLMCall, ToolStep
 
     seen: list[str] = []
 
@@ -398,8 +398,8 @@ def test_a_custom_over_budget_rule_runs_only_where_a_budget_is_crossed(make_proc
 
 
 def test_a_custom_repeated_call_rule_runs_only_for_a_repeated_write(make_processor: Any) -> None:
+    from otel_agenteval.model.trajectory import ToolStep
     from otel_agenteval.rules import applies_to, builtin_rules
-    from otel_agenteval.trajectory import ToolStep
 
     seen: list[tuple[str, str]] = []
 

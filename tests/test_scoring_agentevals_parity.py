@@ -25,7 +25,7 @@ import pytest
 from scoring_support import Runner
 from trace_files import otlp_json_lines
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 
 Calls = list[list[tuple[str, dict[str, Any]]]]  # messages, each a list of (tool, args)
 MODES = {"strict": None, "unordered": "unordered", "superset": "superset", "subset": "subset"}

@@ -11,9 +11,9 @@ import pytest
 from scoring_support import Runner
 from trace_files import otlp_json_lines
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 from otel_agenteval.scoring import CasesError, cases_from_dict
-from otel_agenteval.scoring.cases import ExpectedCall
+from otel_agenteval.scoring.cases.load import ExpectedCall
 
 
 def expected(args: dict[str, Any], mode: str | None = None, normalise: dict[str, Any] | None = None,

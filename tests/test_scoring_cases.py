@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scoring_support import WORKED_CASES
 
-from otel_agenteval.scoring.cases import CasesError, cases_from_text, load_cases
+from otel_agenteval.scoring.cases.load import CasesError, cases_from_text, load_cases
 
 ISSUE_YAML = WORKED_CASES  # the file from the issue, as the acceptance test uses it
 

@@ -12,8 +12,8 @@ import pytest
 from scoring_support import WORKED_CASES, WORKED_RUN, Runner
 from trace_files import otlp_json_lines
 
-from otel_agenteval.cli import main
-from otel_agenteval.scoring import report
+from otel_agenteval.cli.main import main
+from otel_agenteval.scoring.report import document as report
 
 POLICY = """\
 tools:

@@ -10,7 +10,7 @@ import pytest
 from scoring_support import WORKED_RUN, Runner
 from trace_files import otlp_json_lines
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 
 CLEAN = [WORKED_RUN[0], WORKED_RUN[3], WORKED_RUN[4]]
 
@@ -108,7 +108,7 @@ def test_a_run_that_cannot_be_scored_fails_the_command(traces: tuple[Path, Path,
                                                       capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine counts a callback's exception and carries on; score must not pass a lost run."""
-    import otel_agenteval.scoring.command as command
+    import otel_agenteval.cli.score as command
 
     def broken(*a: object, **k: object) -> None:
         raise RuntimeError("boom")

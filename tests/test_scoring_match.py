@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from otel_agenteval import ToolStep
-from otel_agenteval.scoring.cases import ReferencePath, cases_from_dict
+from otel_agenteval.scoring.cases.load import ReferencePath, cases_from_dict
 from otel_agenteval.scoring.match import hungarian, match
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_agenteval.scoring.normalise import ArgumentRule, build
+from otel_agenteval.model.normalise import ArgumentRule, build
 
 
 def same(specs: list[str], expected: object, actual: object) -> bool:

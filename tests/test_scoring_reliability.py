@@ -7,7 +7,7 @@ from math import comb
 import pytest
 from scoring_support import SUPPORT_POLICY, WORKED_RUN, trajectory
 
-from otel_agenteval.scoring.cases import cases_from_text
+from otel_agenteval.scoring.cases.load import cases_from_text
 from otel_agenteval.scoring.reliability import (
     CaseResult,
     TrialsError,

@@ -7,7 +7,7 @@ from typing import Any
 from scoring_support import SUPPORT_POLICY, WORKED_CASES, WORKED_RUN, trajectory
 
 from otel_agenteval import Policy
-from otel_agenteval.scoring.cases import cases_from_text
+from otel_agenteval.scoring.cases.load import cases_from_text
 from otel_agenteval.scoring.score import score_run
 
 

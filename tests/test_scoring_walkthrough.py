@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agenteval.cli import main
+from otel_agenteval.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

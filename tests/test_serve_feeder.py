@@ -14,8 +14,8 @@ from opentelemetry.trace import SpanKind
 from test_serve_input import _spans
 
 from otel_agenteval import Policy
-from otel_agenteval._build import compiled_modules
-from otel_agenteval.engine import Engine
+from otel_agenteval.cli.build import compiled_modules
+from otel_agenteval.engine.engine import Engine
 from otel_agenteval.receiver.decoding import from_message
 from otel_agenteval.receiver.pipeline import OK, Pipeline
 from otel_agenteval.replay.live import LiveFeeder

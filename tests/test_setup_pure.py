@@ -15,7 +15,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from otel_agenteval._build import COMPILED_MODULES
+from otel_agenteval.cli.build import COMPILED_MODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 TAG = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
@@ -40,7 +40,7 @@ def test_pure_build_removes_a_compiled_builds_modules(tmp_path: Path) -> None:
     assert [p for p in stale if p.exists()] == []
     assert out.stderr.count("(left by a compiled build; it would shadow the .py source)") == len(stale)
     # the plain package now imports from the sources
-    check = subprocess.run([sys.executable, "-c", "import otel_agenteval.extract as m; print(m.__file__)"],
+    check = subprocess.run([sys.executable, "-c", "import otel_agenteval.reading.extract as m; print(m.__file__)"],
                            cwd=tmp_path, env={**env, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
                            timeout=120)
     assert check.returncode == 0, check.stderr

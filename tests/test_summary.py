@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from otel_agenteval.summary import RunSummary, counted_percentile, percentile
-from otel_agenteval.trajectory import Trajectory
+from otel_agenteval.model.summary import RunSummary, counted_percentile, percentile
+from otel_agenteval.model.trajectory import Trajectory
 
 
 def test_counted_percentiles_equal_the_list_ones():

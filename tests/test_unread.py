@@ -9,8 +9,8 @@ import pytest
 from conftest import Harness
 from structlog.testing import CapturingLogger
 
-from otel_agenteval import unread
-from otel_agenteval.unread import MAX_SCOPES
+from otel_agenteval.reading import unread
+from otel_agenteval.reading.unread import MAX_SCOPES
 
 
 @pytest.fixture

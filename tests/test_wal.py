@@ -18,7 +18,7 @@ from serve_support import post, scrape, total, value, wait_until
 from test_serve_input import PB, _body, _spans
 from wal_support import DUPLICATE_POLICY, duplicate_spans
 
-from otel_agenteval.policy import Policy
+from otel_agenteval.policy.policy import Policy
 from otel_agenteval.receiver import ConfigError, Receiver, ServeConfig
 from otel_agenteval.receiver.wal import FULL, HEADER, OK, Log
 

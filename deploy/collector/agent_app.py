@@ -34,7 +34,7 @@ def _work(i: int, args: argparse.Namespace) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry, generate_latest
 
     from otel_agenteval import Policy, TrajectoryProcessor
-    from otel_agenteval._demo_world import SupportWorld
+    from otel_agenteval.cli.demo_world import SupportWorld
 
     if args.protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter

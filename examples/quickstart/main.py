@@ -18,7 +18,7 @@ import time
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_agenteval import TrajectoryProcessor
-from otel_agenteval.exposition import serve
+from otel_agenteval.metrics.exposition import serve
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--port", type=int, default=9464, help="/metrics port on 127.0.0.1 (default 9464)")

@@ -1,9 +1,9 @@
 """OTLP request bodies -> :class:`RecordedSpan` lists, through replay's one decoder.
 
-Protobuf is read from the wire by :func:`otel_agenteval.replay.wire.wire_spans` (on the compiled
+Protobuf is read from the wire by :func:`otel_agenteval.replay.formats.wire.wire_spans` (on the compiled
 build) when it holds only the usual forms, else parsed into ``ExportTraceServiceRequest`` and
-read by :func:`otel_agenteval.replay.protobuf.request_spans` (which names what is wrong); JSON
-goes through replay's typed fast path and its dict reader (:mod:`otel_agenteval.replay.decode`).
+read by :func:`otel_agenteval.replay.formats.protobuf.request_spans` (which names what is wrong); JSON
+goes through replay's typed fast path and its dict reader (:mod:`otel_agenteval.replay.formats.decode`).
 A body that cannot be read at all
 raises :class:`BadRequest` (HTTP 400 / gRPC ``INVALID_ARGUMENT``); a span that cannot be read is
 rejected on its own, named, and reported back as OTLP partial success.
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ..replay.decode import parse, spans_from_json
-from ..replay.protobuf import WIRE_SPANS, request_spans
+from ..replay.formats.decode import parse, spans_from_json
+from ..replay.formats.protobuf import WIRE_SPANS, request_spans
+from ..replay.formats.typed_json import typed_request
+from ..replay.formats.values import Bad, why
 from ..replay.readers import gc_paused
 from ..replay.spanview import RecordedSpan
-from ..replay.typed_json import typed_request
-from ..replay.values import Bad, why
 from .compression import BadRequest
 
 __all__ = ["BadRequest", "Decoded", "from_json", "from_message", "from_protobuf"]

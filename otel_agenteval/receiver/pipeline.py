@@ -29,13 +29,13 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from ..collectors import SelfCollector
-from ..monitor import build_monitor
-from ..policy import Policy
+from ..metrics.collectors import SelfCollector
+from ..metrics.monitor import build_monitor
+from ..model.trajectory import Trajectory
+from ..model.violation import Violation
+from ..policy.policy import Policy
 from ..replay.live import UNBOUNDED, LiveFeeder
 from ..replay.spanview import RecordedSpan
-from ..trajectory import Trajectory
-from ..violation import Violation
 from .memory import MemoryBudget
 
 log = logging.getLogger("otel_agenteval.serve")

@@ -17,7 +17,7 @@ from typing import Any
 import uvicorn
 from prometheus_client import CollectorRegistry
 
-from ..policy import Policy
+from ..policy.policy import Policy
 from . import eventloop
 from .config import ServeConfig
 from .connections import guarded, limits_for

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine import Engine
-from ..policy import Policy
-from ..store import SpanClock
-from ..trajectory import Trajectory
-from ..violation import Violation
+from ..engine.engine import Engine
+from ..engine.store import SpanClock
+from ..model.trajectory import Trajectory
+from ..model.violation import Violation
+from ..policy.policy import Policy
 from .feed import Feeder
 from .readers import InputError, ReadCounts, RejectedInput, iter_batches, iter_spans
 from .spanview import RecordedSpan

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from ..engine import Engine
+from ..engine.engine import Engine
 from .spanview import RecordedSpan
 
 _MEMORY = 100_000  # trace ids remembered (finished, or switched to end-only)

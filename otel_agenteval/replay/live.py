@@ -20,7 +20,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any, final
 
-from ..engine import Engine
+from ..engine.engine import Engine
 from .feed import remember
 from .spanview import RecordedContext, RecordedSpan
 

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from .counts import InputError, ReadCounts, RejectedInput, gc_paused
-from .decode import parse, spans_from_json
+from .formats.decode import parse, spans_from_json
+from .formats.typed_json import typed_request
+from .formats.values import Bad, end_time, why
 from .spanview import RecordedSpan
-from .typed_json import typed_request
-from .values import Bad, end_time, why
 
 __all__ = ["InputError", "ReadCounts", "RejectedInput", "gc_paused", "iter_batches", "iter_spans", "read_file"]
 
@@ -95,7 +95,7 @@ def read_file(path: str | Path, counts: ReadCounts, on_reject: Reject, strict: b
         if kind == "json":
             yield from _json_file(p, f, counts, reject, raw, on_progress)
         else:
-            from .protobuf import proto_file  # imported only when needed
+            from .formats.protobuf import proto_file  # imported only when needed
 
             yield from proto_file(p, f, counts, reject, raw, on_progress)
     except (OSError, EOFError) as exc:  # a truncated gzip and the like: the rest is lost, say so

@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 from opentelemetry.trace import SpanKind, StatusCode
 
-from .._spanfields import PublicSpanFields, SpanIds
-from ..extract import register_span_type
+from ..reading.extract import register_span_type
+from ..reading.spanfields import PublicSpanFields, SpanIds
 
 __all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedSpan", "RecordedStatus"]
 
@@ -90,7 +90,7 @@ class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False, gc=False):  # typ
     """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
     Fields carry the SDK's private names (``_context``, ``_attributes``, …), which the engine's
-    hot path reads directly (see :data:`otel_agenteval.extract.FAST_SPANS`); the public names
+    hot path reads directly (see :data:`otel_agenteval.reading.extract.FAST_SPANS`); the public names
     are read-only properties, as on ``ReadableSpan``. A msgspec ``Struct``: built in C, half the
     cost of a ``__slots__`` class with a Python ``__init__``; compared by identity. Not tracked by
     the cyclic GC (``gc=False``): nothing it holds can lead back to it (values read from a

@@ -5,7 +5,7 @@ The built-in rules, one module per family; :data:`KNOWN_RULES` names every rule 
 
 from __future__ import annotations
 
-from ..rule_names import EMITTED_BY, KNOWN_RULES
+from ..model.rule_names import EMITTED_BY, KNOWN_RULES
 from .budgets import budget_breach
 from .check import ALL_EVENTS, Check, Event, Finish, Preview, Rule, applies_to
 from .confirmation import unauthorized_action, write_without_confirmation

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..trajectory import LLMCall, ToolStep
-from ..violation import Violation
+from ..model.trajectory import LLMCall, ToolStep
+from ..model.violation import Violation
 from .check import ALL_EVENTS, Check, Event, Finish, applies_to
 
 

@@ -1,7 +1,7 @@
 """What a rule is: a small plain callable ``rule(event, check) -> violations``.
 
-``event`` is a :class:`~otel_agenteval.trajectory.ToolStep` (a tool span just ended), an
-:class:`~otel_agenteval.trajectory.LLMCall`, or :class:`Finish` (the trajectory is being
+``event`` is a :class:`~otel_agenteval.model.trajectory.ToolStep` (a tool span just ended), an
+:class:`~otel_agenteval.model.trajectory.LLMCall`, or :class:`Finish` (the trajectory is being
 finalised). ``check`` is a :class:`Check`: a read-only view of the trajectory, its
 conversation and the policy, plus :meth:`Check.violation` to build a finding. A rule returns
 an iterable of violations, or ``None`` when nothing is wrong. Rules run before the engine
@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
-from ..policy import Budget, Policy
-from ..rule_names import Severity
-from ..trajectory import Conversation, LLMCall, ToolStep, Trajectory, short_hash
-from ..violation import Violation
+from ..model.rule_names import Severity
+from ..model.trajectory import Conversation, LLMCall, ToolStep, Trajectory, short_hash
+from ..model.violation import Violation
+from ..policy.policy import Budget, Policy
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..confirmations import covering, use
-from ..trajectory import ToolStep
-from ..violation import Violation
+from ..model.trajectory import ToolStep
+from ..model.violation import Violation
+from ..reading.confirmations import covering, use
 from .check import Check, Event, applies_to
 
 

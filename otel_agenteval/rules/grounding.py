@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import structlog
 
-from ..content import messages_of, shows_value
-from ..span_values import result_text
-from ..trajectory import ToolStep
-from ..violation import Violation
+from ..model.trajectory import ToolStep
+from ..model.violation import Violation
+from ..reading.content import messages_of, shows_value
+from ..reading.span_values import result_text
 from .check import Check, Event, applies_to
 
 log = structlog.get_logger("otel_agenteval")

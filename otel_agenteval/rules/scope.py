@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from ..confirmations import _compare
-from ..span_values import result_text
-from ..trajectory import ToolStep
-from ..violation import Violation
+from ..model.trajectory import ToolStep
+from ..model.violation import Violation
+from ..reading.confirmations import _compare
+from ..reading.span_values import result_text
 from .check import Check, Event, applies_to
 
 _REGEX: dict[str, re.Pattern[str]] = {}

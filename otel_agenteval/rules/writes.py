@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..trajectory import ToolStep
-from ..violation import Violation
+from ..model.trajectory import ToolStep
+from ..model.violation import Violation
 from .check import Check, Event, applies_to
 
 

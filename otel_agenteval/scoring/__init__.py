@@ -5,7 +5,7 @@
     score.verdict, score.reasons, score.coverage, score.argument_accuracy
 """
 
-from .cases import CasesError, ResolvedCase, cases_from_dict, cases_from_text, load_cases
+from .cases.load import CasesError, ResolvedCase, cases_from_dict, cases_from_text, load_cases
 from .reliability import CaseResult, TrialsError, mean_pass_hat_k, pass_at_k, pass_hat_k
 from .score import RunScore, score_run
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from .. import _semconv as sc
-from ..trajectory import Trajectory
+from ..model.trajectory import Trajectory
+from ..reading import semconv as sc
 
 
 def case_id_of(t: Trajectory, mapping: Mapping[str, str] | None = None) -> str | None:

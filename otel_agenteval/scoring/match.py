@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trajectory import rebuild
-from .references import ReferencePath
+from ..model.trajectory import rebuild
+from .cases.references import ReferencePath
 
 UNMATCHED = 10**9  # the cost of a reference step left unmatched; above any sum of pair costs
 FAILED = 1000  # a failed call may match, but a successful one is preferred

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any, Protocol
 
-from ..summary import percentile
-from .references import ResolvedCase
+from ..model.summary import percentile
+from .cases.references import ResolvedCase
 
 
 class ScoredRun(Protocol):

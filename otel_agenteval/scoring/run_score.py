@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recovery import Recovery, recovery_rate
-from ..trajectory import parse_arguments, rebuild
+from ..model.recovery import Recovery, recovery_rate
+from ..model.trajectory import parse_arguments, rebuild
 from .transcript import hidden
 
 

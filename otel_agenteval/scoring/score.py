@@ -20,13 +20,13 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..policy import Policy
-from ..recovery import Recovery, recoveries, repeated_calls
-from ..trajectory import Trajectory
-from ..violation import Violation
+from ..model.recovery import Recovery, recoveries, repeated_calls
+from ..model.trajectory import Trajectory
+from ..model.violation import Violation
+from ..policy.policy import Policy
 from .bind import trial_of
+from .cases.references import ReferencePath, ResolvedCase
 from .match import Match, fitting_steps, match
-from .references import ReferencePath, ResolvedCase
 from .run_score import RunScore, StepMark
 from .transcript import messages_of_run
 

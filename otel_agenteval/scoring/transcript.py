@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import _semconv as sc
-from ..content import _from_json_messages as json_messages
+from ..reading import semconv as sc
+from ..reading.content import _from_json_messages as json_messages
 
 
 def messages_of_run(attrs: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, Trajectory, TrajectoryProcessor, Violation
-from otel_agenteval.blindspots import UncheckedCalls, checked_tools
+from otel_agenteval.metrics.blindspots import UncheckedCalls, checked_tools
 from otel_agenteval.replay import replay
 
 SERVICE = "support-svc"

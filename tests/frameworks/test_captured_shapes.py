@@ -22,7 +22,8 @@ from opentelemetry.trace import SpanContext, Status, TraceFlags
 from scenario import POLICY, Run, expected, live, policy_for, replayed
 from structlog.testing import CapturingLogger
 
-from otel_agenteval import Policy, blindspots
+from otel_agenteval import Policy
+from otel_agenteval.metrics import blindspots
 from otel_agenteval.replay import iter_spans, replay
 
 SPANS = Path(__file__).parent / "spans"

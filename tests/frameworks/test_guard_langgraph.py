@@ -16,7 +16,7 @@ from openinference.instrumentation.langchain import LangChainInstrumentor
 from test_langgraph import script
 
 from otel_agenteval import Policy
-from otel_agenteval.hooks.langgraph import guarded_tool_node
+from otel_agenteval.guard.hooks.langgraph import guarded_tool_node
 
 POLICY = Policy.from_dict({
     "tools": {"create_claim": {"write": True},

@@ -16,7 +16,7 @@ from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 from test_openai_agents import CannedModel
 
 from otel_agenteval import Policy
-from otel_agenteval.hooks.openai_agents import guard_input, needs_confirmation
+from otel_agenteval.guard.hooks.openai_agents import guard_input, needs_confirmation
 
 POLICY = Policy.from_dict({
     "tools": {"create_claim": {"write": True},

@@ -1,0 +1,140 @@
+"""Where a span's trajectory lives: a :class:`Run` per outermost agent span (or local root).
+
+In process, each span is routed to its run as it starts (through its parent's route), so its
+end needs one dict pop to find it. A run's events are applied by one thread at a time with no
+lock waited on: a thread that ends a span appends an :class:`Arrival` to the run's inbox and,
+if no other thread is applying that run's events, applies them itself (see ``Engine``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..model.trajectory import Trajectory
+from ..reading import extract, frameworks
+from ..reading import semconv as sc
+from ..reading.tool_steps import merge_nested
+from ..rules import Check
+from .dispatch import Dispatch
+
+MAX_OPEN_TOOLS = 1024  # open tool spans of one run remembered for merging
+FINISH = "finish"  # an Arrival that finalises the run early (eviction, flush, shutdown)
+
+
+class Arrival:
+    """A span's end (or an eviction) waiting in its run's inbox: made only when another thread is
+    applying that run's events (or to finalise the run early); the usual span end makes none."""
+
+    __slots__ = ("attrs", "end_ns", "item", "kind", "reason", "root_end", "span")
+
+    def __init__(self, kind: str | None, item: Any, span: Any, attrs: dict[str, Any], end_ns: int,
+                 root_end: bool = False, reason: str = "root_end") -> None:
+        self.kind = kind  # extract's TOOL/LLM/AGENT/CONFIRMATION, None (no agent activity) or FINISH
+        self.item = item  # what extract read: a step, (model, tokens in, tokens out), an agent span, ...
+        self.span = span
+        self.attrs = attrs
+        self.end_ns = end_ns
+        self.root_end = root_end  # the run's own key span ended: finalise after applying it
+        self.reason = reason  # for FINISH: "capacity" | "ttl" | "shutdown"
+
+
+class Run:
+    """One agent run's place in the engine: its identity, its agent, its trajectory once it has one."""
+
+    __slots__ = ("agent_name", "attributes", "busy", "check", "closed", "done", "inbox", "is_agent", "key", "named",
+                 "nested", "open_tools", "queued_at", "seen_at", "service", "start_ns", "tool_row", "trace_id", "traj")
+
+    def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
+        self.key = key  # span id of the key span (in process), or trace id (keyed by trace)
+        self.trace_id = trace_id
+        self.start_ns = start_ns
+        self.service = service
+        self.agent_name: str | None = None
+        self.named = False  # agent_name came from an explicit attribute
+        self.is_agent = False  # the key span was an agent span when it started
+        self.attributes: dict[str, Any] = {}  # the root span's own dict (see Engine.start), or a merged copy
+        self.traj: Trajectory | None = None
+        self.check: Check | None = None  # what rules see, made on the first rule call
+        self.tool_row: dict[str, list[int]] | None = None  # the engine's call counts of its (service, agent)
+        self.closed = False  # finalisation decided: spans that arrive after are late
+        self.done = False  # finalised
+        self.inbox: list[Arrival] = []  # a list, not a deque: an empty one is 56 bytes, not 624
+        self.busy = threading.Lock()  # held by the thread applying its events; only ever tried, never waited on
+        self.queued_at = 0  # engine clock: its place in the eviction order (second chance)
+        self.seen_at = 0  # engine clock: its last span
+        # one tool call recorded by two instrumentations, one span inside the other (AutoGen + OpenInference):
+        self.open_tools: dict[int, str] | None = None  # tool span id -> its tool, from its start to its end
+        self.nested: dict[int, Any] | None = None  # outer tool span id -> the inner span's step, until it ends
+
+    def open_tool(self, span_id: int, attrs: dict[str, Any]) -> None:
+        """An OpenInference tool span started: one that may wrap the framework's own span of the same
+        call (bounded: past the cap, calls are not merged). Only these are remembered, so runs of
+        one instrumentation pay nothing on the span path."""
+        name = attrs.get(sc.TOOL_NAME) or attrs.get(sc.OI_TOOL_NAME)
+        if type(name) is str and name:
+            tools = self.open_tools
+            if tools is None:
+                tools = self.open_tools = {}
+            if len(tools) < MAX_OPEN_TOOLS:
+                tools[span_id] = name
+
+    def nest(self, step: Any, span_id: int, parent_id: int | None) -> Any:
+        """One tool call, one step: a tool step whose parent is an open tool span of the same tool is
+        held until that span ends, then merged into its step (returned); None while it is held."""
+        tools = self.open_tools
+        if tools is None:
+            return step
+        tools.pop(span_id, None)
+        if parent_id is not None and tools.get(parent_id) == step.tool:
+            if self.nested is None:
+                self.nested = {}
+            self.nested[parent_id] = step
+            return None
+        inner = self.nested.pop(span_id, None) if self.nested else None
+        return step if inner is None else merge_nested(step, inner)
+
+    def held_steps(self) -> list[Any]:
+        """Inner steps still held when the run ends (their outer span never ended): kept as they are."""
+        held = list(self.nested.values()) if self.nested else []
+        self.nested = None
+        return held
+
+    def rename(self, name: str, named: bool, limits: Any) -> None:
+        """The run's agent is now ``name``: its trajectory, budget and rule view follow."""
+        self.agent_name = name
+        self.named = named
+        t = self.traj
+        if t is not None and t.agent_name != name:
+            t.agent_name = name
+            t.limits = limits
+            self.tool_row = None
+            self.check = None
+
+
+def explicit_agent_name(attrs: dict[str, Any]) -> str | None:
+    """The agent name a span states outright (GenAI semconv, OpenInference, legacy)."""
+    return frameworks.agent_name_of(attrs)
+
+
+def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | None:
+    """An agent name read from how a starting agent span looks, when it states none.
+
+    ``own``: the span is the run's key span (else a nested agent span under it)."""
+    guess = extract.agent_name_at_start(span)
+    if guess is None and not own and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+        guess = span.name  # OpenInference names a nested agent span after the agent
+    return str(guess) if guess else None
+
+
+def name_at_start(run: Run, span: Any, attrs: dict[str, Any], own: bool, dispatch: Dispatch) -> None:
+    """A starting agent span names its run: a name it states outright (the key span's own wins
+    over a nested agent span's), else a guess from how it looks while the run has no name."""
+    explicit = explicit_agent_name(attrs)
+    if explicit:
+        if own or not run.named:
+            run.rename(explicit, True, dispatch.limits_for(explicit))
+    elif run.agent_name is None:
+        guess = guessed_agent_name(span, attrs, own)
+        if guess:
+            run.rename(guess, False, dispatch.limits_for(guess))
