@@ -25,8 +25,12 @@ The ratio is reported as the median over rounds of each arm, and round by round 
 agenteval / this round's baseline): median, interquartile range and min-max, and how many rounds
 are over the 1.10x target.
 
+With ``--instructions`` it also counts the instructions each arm executes for the same runs under
+valgrind's callgrind (deterministic, so the figure to A/B a change by; the wall clock is the one users
+feel): baseline and processor arms each in a child process, ``PYTHONHASHSEED=0``.
+
     python benchmarks/processor_overhead.py [--workload pydantic-ai|lean|tool-heavy] [--rounds N] [--runs-per-round N]
-                                            [--json] [--profile]
+                                            [--json] [--profile] [--instructions]
 """
 
 from __future__ import annotations
@@ -38,10 +42,13 @@ import functools
 import gc
 import io
 import json
+import os
 import platform
 import pstats
 import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -558,6 +565,31 @@ def callgrind_arm(name: str, workload: Workload, runs: int) -> None:
     arm.shutdown()
 
 
+def instruction_counts(workload: str, runs: int) -> dict[str, Any]:
+    """Instructions each arm executes for ``runs`` measured runs (after as many warm-up runs), counted
+    by callgrind in a child process per arm (:func:`callgrind_arm`), and their ratio."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions: valgrind is not installed (apt-get install valgrind)")
+    counts: dict[str, int] = {}
+    for arm in ("baseline", "agenteval"):
+        cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+               "--callgrind-out-file=/dev/null", sys.executable, __file__, "--workload", workload,
+               "--callgrind-arm", arm, "--runs-per-round", str(runs)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
+                              check=False)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise SystemExit(f"--instructions: callgrind counted nothing for the {arm} arm "
+                             f"(exit {done.returncode}): {done.stderr[-800:]}")
+        counts[arm] = int(found.group(1))
+    spans = runs * SPANS_PER_RUN
+    return {"runs": runs, "spans": spans, "baseline": counts["baseline"], "agenteval": counts["agenteval"],
+            "per_span": {arm: n / spans for arm, n in counts.items()},
+            "processor_per_span": (counts["agenteval"] - counts["baseline"]) / spans,
+            "ratio": counts["agenteval"] / counts["baseline"]}
+
+
 # --- report ---------------------------------------------------------------------------------------
 def measure_noop(workload: Workload, runs: int, repeats: int) -> float:
     """µs per span of the same runs against the OTel API's no-op tracer: what the workload itself
@@ -631,6 +663,11 @@ def print_table(s: dict[str, Any]) -> None:
     print(f"empty second processor: {s['ratio_empty']:.3f}x; added {s['added_us_per_span']:.2f} us/span; "
           f"{s['seconds']:.0f} s")
     print(f"overhead ratio: {s['ratio']:.2f}x (target <= {TARGET:.2f}x, goal {GOAL:.2f}x)")
+    ir = s.get("instructions")
+    if ir:
+        print(f"instructions (callgrind, {ir['runs']} runs = {ir['spans']} spans, PYTHONHASHSEED=0): baseline "
+              f"{ir['baseline'] / 1e6:.1f}M, with the processor {ir['agenteval'] / 1e6:.1f}M: ratio {ir['ratio']:.3f}x "
+              f"({ir['processor_per_span'] / 1e3:.1f}k added a span)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -647,6 +684,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--otel", action="store_true",
                    help="the processor with meter_provider and logger_provider (evaluation_runs: true)")
     p.add_argument("--profile", action="store_true", help="also cProfile the processor alone and print the top functions")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count each arm's instructions with valgrind's callgrind (runs-per-round runs)")
     p.add_argument("--callgrind-arm", choices=("baseline", "empty", "agenteval"),
                    help="only run this arm for valgrind's instruction count (see benchmarks/README.md)")
     args = p.parse_args(argv)
@@ -663,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
     alone = measure_alone(workload, runs=1000, repeats=7)
     noop_us = measure_noop(workload, runs=args.runs_per_round, repeats=7)
     s = summarise(arms, paired, alone, noop_us, args, time.perf_counter() - t0)
+    if args.instructions:
+        s["instructions"] = instruction_counts(args.workload, args.runs_per_round)
     if args.json:
         json.dump(s, sys.stdout, indent=2)
         print()

@@ -7,16 +7,13 @@ by the policy's ``max_steps_per_trajectory``; what does not fit is counted.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from ..model.trajectory import ToolStep, Trajectory
 from ..policy.policy import Policy
 from ..reading import confirmations
-from ..reading.labels import safe_label
 from .dispatch import ToolPlan
 from .routing import Run
-
-MAX_TOOL_NAME: Final = 256  # longer tool names (they come from models) are cut, with a hash
 
 
 def keep_first(d: dict[Any, str], key: Any, value: str, cap: int) -> bool:
@@ -27,11 +24,6 @@ def keep_first(d: dict[Any, str], key: Any, value: str, cap: int) -> bool:
         return False
     d[key] = value
     return True
-
-
-def bounded_tool_name(step: ToolStep) -> None:
-    if len(step.tool) > MAX_TOOL_NAME:
-        step.tool = safe_label(step.tool, MAX_TOOL_NAME)
 
 
 class Assembler:

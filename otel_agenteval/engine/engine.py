@@ -183,10 +183,10 @@ class Engine:
                         return  # the inner span of one call: merged when the outer one ends
                 elif sid == run.key and run.nested:
                     for held in run.held_steps():
-                        self._submit(run, Arrival(TOOL, held, span, attrs, end_ns), now)
+                        self._submit(run, TOOL, held, span, attrs, end_ns, now)
             if (run is not None and item is not None and sid != run.key and not run.closed
                     and not (self._needs_confirmations and span._events)):
-                self._submit(run, Arrival(kind, item, span, attrs, end_ns), now)  # a step inside an open run
+                self._submit(run, kind, item, span, attrs, end_ns, now)  # a step inside an open run
             else:
                 self._end_other(span, kind, item, attrs, run, end_ns, now)
             if now >= self._store.next_sweep or self._store.victims:
@@ -225,24 +225,27 @@ class Engine:
                             return
                         run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._service(span))
             root_end = parent is None or bool(parent[2])  # a local root: no parent, or a remote one
-        self._submit(run, Arrival(kind, item, span, attrs, end_ns, root_end=root_end), now)
+        self._submit(run, kind, item, span, attrs, end_ns, now, root_end)
 
     # --- a run's events, one thread at a time ---------------------------------------------------
-    def _submit(self, run: Run, arrival: Arrival, now: int) -> None:
-        """Apply ``arrival`` to its run, or queue it for the thread applying that run's events."""
+    def _submit(self, run: Run, kind: str | None, item: Any, span: Any, attrs: dict[str, Any], end_ns: int, now: int,
+                root_end: bool = False) -> None:
+        """Apply a span's end to its run, or queue it (an :class:`Arrival`) for the thread applying
+        that run's events: the usual case, nobody else at this run, makes no object for it."""
+        events = self._events
         if self._one_caller and not run.inbox:  # no other thread: nobody to wait for
-            self._events.apply(run, arrival, now)
+            events.span_ended(run, kind, item, span, attrs, end_ns, root_end, now)
             return
         busy = run.busy
         if not run.inbox and busy.acquire(False):  # the usual case: nobody else at this run
             try:
-                self._events.apply(run, arrival, now)
+                events.span_ended(run, kind, item, span, attrs, end_ns, root_end, now)
             finally:
                 busy.release()
             if run.inbox:  # queued meanwhile by other threads
                 self._drain(run, now)
             return
-        run.inbox.append(arrival)
+        run.inbox.append(Arrival(kind, item, span, attrs, end_ns, root_end))
         self._drain(run, now)
 
     def _drain(self, run: Run, now: int) -> None:

@@ -15,7 +15,7 @@ from ..model.violation import Violation
 from ..reading import confirmations, extract
 from ..reading import semconv as sc
 from ..reading.extract import AGENT, LLM, TOOL
-from .assemble import Assembler, bounded_tool_name
+from .assemble import Assembler
 from .dispatch import Dispatch, repeated
 from .finalise import finish
 from .routing import FINISH, Arrival, Run
@@ -37,36 +37,45 @@ class RunEvents:
         self.needs_content = policy.needs_content
 
     def apply(self, run: Run, a: Arrival, now: int) -> None:
+        """An arrival that waited in the run's inbox: a span's end, or the run's early finalisation."""
+        if a.kind is not FINISH:
+            self.span_ended(run, a.kind, a.item, a.span, a.attrs, a.end_ns, a.root_end, now)
+        elif run.done:
+            self.stats["late"] += 1
+        else:
+            out: list[Violation] = []
+            finished = self.finalise(run, a.reason, a.end_ns, out)
+            if out or finished is not None:
+                self.sinks.deliver(out, finished)
+
+    def span_ended(self, run: Run, kind: str | None, item: Any, span: Any, attrs: dict[str, Any], end_ns: int,
+                   root_end: bool, now: int) -> None:
+        """A span of the run ended: ``item`` is what extract read from it (None: nothing to record);
+        ``root_end``: the run's own key span, so the run is finalised after it."""
         if run.done:
             self.stats["late"] += 1
             return
         out: list[Violation] = []
         finished = None
-        if a.kind is FINISH:
-            finished = self.finalise(run, a.reason, a.end_ns, out)
-        else:
-            run.seen_at = now
-            span = a.span
-            if self.needs_confirmations and span._events:
-                for conf in confirmations.from_events(span):
-                    confirmations.keep(self._trajectory(run, span, now).extra, conf)
-            item = a.item
-            if item is not None:
-                t = run.traj
-                if t is None:
-                    t = self._trajectory(run, span, now)
-                t.last_seen_ns = a.end_ns
-                kind = a.kind
-                if kind is TOOL:
-                    self._tool(run, t, item, out, now)
-                elif kind is LLM:
-                    self._llm(run, t, span, a.attrs, item, out, a.end_ns, now)
-                elif kind is AGENT:
-                    self._agent(run, t, item, a.root_end, now)
-                else:
-                    confirmations.keep(t.extra, item)
-            if a.root_end:
-                finished = self._root_ended(run, span, a.attrs, a.end_ns, out, a.kind)
+        run.seen_at = now
+        if self.needs_confirmations and span._events:
+            for conf in confirmations.from_events(span):
+                confirmations.keep(self._trajectory(run, span, now).extra, conf)
+        if item is not None:
+            t = run.traj
+            if t is None:
+                t = self._trajectory(run, span, now)
+            t.last_seen_ns = end_ns
+            if kind is TOOL:
+                self._tool(run, t, item, out, now)
+            elif kind is LLM:
+                self._llm(run, t, span, attrs, item, out, end_ns, now)
+            elif kind is AGENT:
+                self._agent(run, t, item, root_end, now)
+            else:
+                confirmations.keep(t.extra, item)
+        if root_end:
+            finished = self._root_ended(run, span, attrs, end_ns, out, kind)
         if out or finished is not None:
             self.sinks.deliver(out, finished)
 
@@ -107,7 +116,6 @@ class RunEvents:
             name = step.agent_name
             if name:
                 run.rename(name, True, self.dispatch.limits_for(name))
-        bounded_tool_name(step)
         dispatch = self.dispatch
         plan = dispatch.plan(step.tool)
         if plan.on_repeat and repeated(t, step):

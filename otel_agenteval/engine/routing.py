@@ -23,7 +23,8 @@ FINISH = "finish"  # an Arrival that finalises the run early (eviction, flush, s
 
 
 class Arrival:
-    """A span's end (or an eviction) waiting to be applied to its run."""
+    """A span's end (or an eviction) waiting in its run's inbox: made only when another thread is
+    applying that run's events (or to finalise the run early); the usual span end makes none."""
 
     __slots__ = ("attrs", "end_ns", "item", "kind", "reason", "root_end", "span")
 

@@ -34,14 +34,17 @@ class ProcessClock:
     __slots__ = ("_read", "_wall")
 
     def __init__(self, read: Callable[[], int] | None = None) -> None:
-        self._read = time.monotonic_ns if read is None else read
-        self._wall = time.time_ns if read is None else read
+        if read is None:
+            self._read: Callable[[], int] = time.monotonic_ns
+            self._wall: Callable[[], int] = time.time_ns
+        else:  # an injected clock may give floats: made ints here, not on every span
+            self._read = self._wall = lambda: int(read())
 
     def now(self, span_end_ns: int) -> int:
-        return int(self._read())
+        return self._read()
 
     def span_now(self) -> int:
-        return int(self._wall())
+        return self._wall()
 
 
 class SpanClock:

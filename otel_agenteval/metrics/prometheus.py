@@ -157,10 +157,11 @@ class Metrics:
     def finished(self, t: Trajectory) -> None:
         """One finished trajectory: four histograms and the counters, through the series and keys
         bound once per (service, agent, outcome), under one lock."""
-        redundant = redundant_calls(t, self._writes)
         by_tool: dict[str, int] = {}
         for s in t.steps:
             by_tool[s.tool] = by_tool.get(s.tool, 0) + 1
+        # a call can only repeat when some tool ran twice
+        redundant = redundant_calls(t, self._writes) if len(by_tool) < len(t.steps) else []
         looping = looping_calls(t, self._loop_repeats, by_tool) if by_tool else []
         tool_label = self.tool_label
         okey = (t.service_name, t.agent_name, t.outcome)

@@ -8,6 +8,7 @@ few additions under one lock) and builds the families only when Prometheus asks.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -106,10 +107,7 @@ class PlainHistogram:
 
 def record(series: Series, bounds: tuple[float, ...], value: float, trace_id: str | None, now: float) -> None:
     """One observation into a histogram series (see :meth:`PlainHistogram.series`)."""
-    i = 0
-    n = len(bounds)
-    while i < n and bounds[i] < value:  # first bucket whose upper bound is >= value
-        i += 1
+    i = bisect_left(bounds, value)  # the first bucket whose upper bound is >= value
     series.counts[i] += 1
     series.total += value
     if trace_id is not None:

@@ -197,9 +197,14 @@ def unwrap_arguments(raw: Any) -> Any:
     return raw
 
 
+MAX_KEY_SETS: Final = 1024  # attribute-key sets (span shapes) whose verdict is remembered
+_AGENT_KEYS: Final[dict[frozenset[str], bool]] = {}  # key set -> agent_work_keys(key set), decided once
+
+
 def looks_like_agent_work(name: str, attrs: dict[str, Any]) -> bool:
     """Whether a span the engine did not read carries what agent instrumentation writes, and is
-    not structure the table knows (a span counted as unread when this is true)."""
+    not structure the table knows (a span counted as unread when this is true). Most such spans
+    are the app's own (HTTP, database): their attribute keys are looked at once per key set."""
     if not attrs or name in KNOWN_NON_STEP_NAMES or name in INTERNAL_TOOL_SPANS:
         return False
     op = attrs.get(sc.OPERATION_NAME)
@@ -208,15 +213,23 @@ def looks_like_agent_work(name: str, attrs: dict[str, Any]) -> bool:
     oi = attrs.get(sc.OI_SPAN_KIND)
     if oi is not None:
         return oi not in KNOWN_OI_KINDS and oi not in (sc.OI_AGENT, sc.OI_TOOL, sc.OI_LLM)
-    for key in OPERATION_KINDS:
-        if key in attrs:
-            return False  # a framework's structure span (a traceloop workflow, an AI SDK call): known
-    for key in KNOWN_NON_STEP_KEYS:
-        if key in attrs:
-            return False
     if name.startswith("haystack."):
         return False  # Haystack's tracer: pipeline and component spans
-    return any(key.startswith(AGENT_WORK_PREFIXES) for key in attrs)
+    keys = frozenset(attrs)
+    found = _AGENT_KEYS.get(keys)
+    if found is None:
+        found = agent_work_keys(keys)
+        if len(_AGENT_KEYS) < MAX_KEY_SETS:
+            _AGENT_KEYS[keys] = found
+    return found
+
+
+def agent_work_keys(keys: frozenset[str]) -> bool:
+    """Whether a span's attribute keys are what agent instrumentation writes, and not a structure
+    span the table knows (a traceloop workflow, an AI SDK call, an AG2 span)."""
+    if any(key in keys for key in OPERATION_KINDS) or any(key in keys for key in KNOWN_NON_STEP_KEYS):
+        return False
+    return any(key.startswith(AGENT_WORK_PREFIXES) for key in keys)
 
 
 def capture_setting(attributes: dict[str, Any] | None, root_attributes: dict[str, Any] | None = None,

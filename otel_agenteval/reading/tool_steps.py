@@ -10,6 +10,7 @@ from opentelemetry.trace import StatusCode
 from ..model.trajectory import ToolStep
 from . import frameworks as fw
 from . import semconv as sc
+from .labels import safe_label
 from .span_values import adk_error, conversation, error_type_of, find_event_attr
 from .spans import UNSET_STATUS, attributes_of, view
 
@@ -17,6 +18,11 @@ from .spans import UNSET_STATUS, attributes_of, view
 _ERROR: Final = StatusCode.ERROR
 _UNSET: Final = UNSET_STATUS
 _TRUE: Final = (True, "true", "True")
+MAX_TOOL_NAME: Final = 256  # longer tool names (they come from models) are cut, with a hash
+# the framework table's keys read on every tool step, bound here: C statics when compiled, where
+# reading them through the (plain Python) frameworks module costs a module attribute lookup each time
+_ERROR_FLAGS: Final[tuple[str, ...]] = fw.ERROR_FLAGS
+_ENVELOPE_PREFIXES: Final[tuple[str, ...]] = fw.ENVELOPE_PREFIXES
 
 
 def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
@@ -67,7 +73,7 @@ class SpanToolStep(ToolStep):
                 args = fw.first_of(a, fw.ARGUMENT_KEYS)
             if args is None and self._events:  # Strands default mode: content only in events
                 args = find_event_attr(self._events, sc.EVENT_TOOL_MESSAGE, sc.EVENT_ATTR_CONTENT)
-        if type(args) is str and args.startswith(fw.ENVELOPE_PREFIXES):
+        if type(args) is str and args.startswith(_ENVELOPE_PREFIXES):
             return fw.unwrap_arguments(args)  # the framework's envelope taken off, in one place
         return args
 
@@ -126,13 +132,17 @@ def tool_step(span: Any, attrs: dict[str, Any] | None = None) -> ToolStep:
 
 def step_of(span: Any, attrs: dict[str, Any], ctx: tuple[Any, ...] | None = None, end_ns: int = -1) -> ToolStep:
     """:func:`tool_step` of a span that already carries the SDK's private fields (the engine's path,
-    which has read the span's context and end time already)."""
+    which has read the span's context and end time already). A tool name longer than
+    :data:`MAX_TOOL_NAME` (names come from models) is cut, with a hash."""
     ids: tuple[Any, ...] = span._context if ctx is None else ctx
     if end_ns < 0:
         end_ns = span._end_time or 0
     tool = attrs.get(sc.TOOL_NAME)
-    return SpanToolStep(tool if type(tool) is str and tool else tool_name(span, attrs), span._start_time or 0,
-                        end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events,
+    if type(tool) is not str or not tool:
+        tool = tool_name(span, attrs)
+    if len(tool) > MAX_TOOL_NAME:
+        tool = safe_label(tool, MAX_TOOL_NAME)
+    return SpanToolStep(tool, span._start_time or 0, end_ns, ids[1], ids[0], is_ok(span, attrs), attrs, span._events,
                         getattr(span, "_instrumentation_scope", None))
 
 
@@ -144,7 +154,7 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     flag = attrs.get(sc.TOOL_STATUS)
     if flag is not None:
         return flag != "error"
-    for key in fw.ERROR_FLAGS:  # Haystack: haystack.tool.error=True, status left UNSET
+    for key in _ERROR_FLAGS:  # Haystack: haystack.tool.error=True, status left UNSET
         if attrs.get(key) in _TRUE:
             return False
     response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
