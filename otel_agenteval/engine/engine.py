@@ -1,15 +1,9 @@
-"""The one path every front door uses: a span in -> route -> assemble -> check -> count.
+"""The one path every front door uses: a span in -> route -> extract -> check -> assemble -> count.
 
-Two ways in: :meth:`Engine.start` + :meth:`Engine.end` in process (the span processor), which
-routes each span to its run through its parent; and :meth:`Engine.end` alone (recorded traces),
-which keys runs by trace and finalises one when the trace's local root ends.
-
-Locking: the engine's lock guards only the store (:mod:`.store`) and run creation, never user
-code. A run's events are applied by one thread at a time: the thread that ends a span queues it
-on the run and applies the queue itself unless another thread is doing so (a lock only *tried*);
-with ``one_caller=True`` (replay; ``serve``, whose calls never overlap: one thread at a time) it is
-applied without trying that lock. Rules, metrics, logs and callbacks run with no lock held; a span the monitor's own code ends is
-not checked again (``reentrant``).
+In process, :meth:`Engine.start` + :meth:`Engine.end` route each span to its run through its
+parent; recorded traces use :meth:`Engine.end` alone, runs keyed by trace, finalised when the
+trace's local root ends. The lock guards only the store and run creation, never user code; a
+run's events are applied by one thread at a time (docs/architecture.md, "Locking model").
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from ..reading import confirmations, extract, tool_steps
 from ..reading import semconv as sc
 from ..reading.extract import AGENT, LLM, OP_KIND, TOOL
 from ..reading.spanfields import SpanView
-from ..reading.spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, as_dict
+from ..reading.spans import ENDED_SPAN, FAST_SPANS, STARTED_SPAN, ServiceNames, as_dict
 from ..reading.unread import count_unread
 from ..rules import Rule, builtin_rules
 from .assemble import Assembler
@@ -32,7 +26,7 @@ from .dispatch import Dispatch, load_custom_rules
 from .errors import caught
 from .events import RunEvents
 from .routing import Arrival, Run, name_at_start
-from .self_stats import SpanCounts, new_stats
+from .self_stats import SpanCounts, new_stats, read_stats
 from .sinks import FinishSink, Sink, Sinks
 from .store import ProcessClock, SpanClock, Store
 from .threadstate import forget_all, in_monitor
@@ -71,7 +65,7 @@ class Engine:
         self._needs_confirmations = policy.needs_confirmations
         self._max_routes = policy.limits.max_open_spans
         self._routes: dict[int, Run] = {}  # span id -> its run, from its start to its end
-        self._last_service: tuple[Any, str] = (object(), "")  # (resource, its service.name)
+        self._services = ServiceNames()
         self._closed = False
 
     # --- front door: span start (in process only) ---------------------------------------------
@@ -98,7 +92,7 @@ class Engine:
                 tool = op is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL
             if run is None or (agent and not run.is_agent):
                 # a local root, or the outermost agent span under a non-agent root
-                run = Run(ctx[1], ctx[0], span._start_time or 0, self._service(span))
+                run = Run(ctx[1], ctx[0], span._start_time or 0, self._services.of(span))
                 if attrs or type(a) is _BOUNDED:
                     run.attributes = attrs  # the span's own dict: complete once it ends, nothing copied
                 if agent:
@@ -113,17 +107,6 @@ class Engine:
                 self._drop_route()
         except Exception:
             caught(self._stats["errors"], "on_start")
-
-    def _service(self, span: Any) -> str:
-        """``service.name`` of a span's resource, remembered for the last resource seen."""
-        res = span._resource
-        last = self._last_service
-        if last[0] is res:
-            return last[1]
-        name = res.attributes.get(sc.SERVICE_NAME) if res is not None else None
-        service = str(name) if name else "unknown"
-        self._last_service = (res, service)
-        return service
 
     def _drop_route(self) -> None:
         routes = self._routes
@@ -223,7 +206,7 @@ class Engine:
                             return
                         if item is None:  # no agent activity seen in this trace: nothing to keep
                             return
-                        run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._service(span))
+                        run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._services.of(span))
             root_end = parent is None or bool(parent[2])  # a local root: no parent, or a remote one
         self._submit(run, kind, item, span, attrs, end_ns, now, root_end)
 
@@ -305,12 +288,8 @@ class Engine:
     @property
     def stats(self) -> dict[str, Any]:
         """The engine's own counters: spans by kind, evictions, late spans, drops, errors (live, not a copy)."""
-        s = self._stats
-        s["spans"].update(self._spans.as_dict())
-        s["tool_calls"] = self._assembler.tool_counts()
-        if isinstance(self._clock, SpanClock):
-            s["clock_skew"] = self._clock.skewed
-        return s
+        skewed = self._clock.skewed if isinstance(self._clock, SpanClock) else None
+        return read_stats(self._stats, self._spans, self._assembler.tool_counts(), skewed)
 
     @property
     def open_trajectories(self) -> int:

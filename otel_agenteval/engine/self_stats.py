@@ -40,3 +40,13 @@ class SpanCounts:
     def as_dict(self) -> dict[str, int]:
         return {"tool": self.tool, "llm": self.llm, "agent": self.agent, "confirmation": self.confirmation,
                 "other": self.other}
+
+
+def read_stats(stats: dict[str, Any], spans: SpanCounts, tool_calls: dict[Any, int],
+               clock_skew: int | None) -> dict[str, Any]:
+    """``stats`` brought up to date with what is kept elsewhere on the per-span path (live, not a copy)."""
+    stats["spans"].update(spans.as_dict())
+    stats["tool_calls"] = tool_calls
+    if clock_skew is not None:
+        stats["clock_skew"] = clock_skew
+    return stats

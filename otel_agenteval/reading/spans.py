@@ -11,6 +11,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk import trace as _sdk_trace
 from opentelemetry.trace import StatusCode
 
+from . import semconv as sc
 from .spanfields import SpanView
 
 # the SDK's own span classes (the tracer makes ``_Span``; on_end gets a ``ReadableSpan``)
@@ -82,3 +83,22 @@ def is_local_root(span: Any) -> bool:
     """No parent, or a remote one: the span is its service's entry into the trace."""
     parent = span.parent
     return parent is None or parent.is_remote
+
+
+class ServiceNames:
+    """``service.name`` of a span's resource, remembered for the last resource seen (a process's
+    spans share one). Read when a run opens, not for every span."""
+
+    def __init__(self) -> None:
+        # (resource, its service.name) in one tuple: replaced in one write, so threads never see half
+        self._last: tuple[Any, str] = (object(), "")
+
+    def of(self, span: Any) -> str:
+        res = span._resource
+        last = self._last
+        if last[0] is res:
+            return last[1]
+        name = res.attributes.get(sc.SERVICE_NAME) if res is not None else None
+        service = str(name) if name else "unknown"
+        self._last = (res, service)
+        return service
