@@ -33,7 +33,7 @@ class ProcessClock:
 
     __slots__ = ("_read", "_wall")
 
-    def __init__(self, read: Callable[[], int] | None = None) -> None:
+    def __init__(self, read: Callable[[], float] | None = None) -> None:  # floats too: made ints once
         if read is None:
             self._read: Callable[[], int] = time.monotonic_ns
             self._wall: Callable[[], int] = time.time_ns
