@@ -31,7 +31,8 @@ class Decision:
     guard could not decide, and failed closed or open as the policy says.
 
     A plain class, not a frozen dataclass: compiled, it is built in a tenth of the time (one per
-    stopped call); its fields are set once, by ``__init__``, and read-only after.
+    stopped call). Its fields are ``Final``: the compiled build refuses to assign them
+    (``AttributeError``), mypy flags it in either build.
     """
 
     __slots__ = _FIELDS
@@ -51,11 +52,6 @@ class Decision:
         self.found: Final = found  # the blocking findings, as the rules gave them
         self.warned: Final = warned  # the findings that do not block
         self.error: Final = error
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if hasattr(self, name):  # set once by __init__ (in plain Python it comes through here), then read-only
-            raise AttributeError(f"Decision is read-only: cannot assign {name!r}")
-        super().__setattr__(name, value)
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, f) for f in _FIELDS)
