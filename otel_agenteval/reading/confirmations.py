@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +210,8 @@ def covering(step: ToolStep, t: Trajectory, policy: Policy) -> Confirmation | No
     conv = t.conversation
     stores = (conv.extra, t.extra) if conv is not None else (t.extra,)  # the conversation's earlier turns first
     for store in stores:
-        for conf in store.get("confirmations", ()):
+        kept: Sequence[Confirmation] = store.get("confirmations", ())
+        for conf in kept:
             if covers(conf, step, tp, policy):
                 return conf
     if policy.confirmation.from_messages:
