@@ -300,3 +300,29 @@ def test_a_stopped_call_builds_its_violation_only_when_read(make_processor: Make
     assert (v.rule, v.tool, v.message, built) == ("write_without_confirmation", "issue_refund", d.message,
                                                   ["write_without_confirmation"])
     assert d.violations == (v,) and built == ["write_without_confirmation"]  # built once
+
+
+def test_a_decision_is_a_value(make_processor: Make) -> None:
+    """Decision is a plain compiled class, not a dataclass: still compared, hashed, printed, copied
+    and pickled field by field, and (compiled) refusing assignment."""
+    import copy
+    import pickle
+
+    from otel_agenteval.cli.build import build_name
+    from otel_agenteval.guard.decision import Decision
+
+    h = make_processor(GUARD_POLICY)
+    decisions, _ = run_scenario(h)
+    stopped = decisions[2]
+    assert stopped.rule == "duplicate_write" and stopped.would_block and not stopped.allowed
+    assert copy.copy(stopped) == stopped and hash(copy.copy(stopped)) == hash(stopped)
+    assert stopped != decisions[0] and decisions[0] == Decision(decisions[0].tool, True)
+    plain = Decision("issue_refund", False, True, rule="write_without_confirmation", severity="critical",
+                     message="no yes", needs_confirmation=True)
+    assert pickle.loads(pickle.dumps(plain)) == plain
+    assert repr(plain) == ("Decision(tool='issue_refund', allowed=False, would_block=True, mode='enforce', "
+                           "rule='write_without_confirmation', severity='critical', message='no yes', "
+                           "needs_confirmation=True, found=(), warned=(), error=False)")
+    if build_name() == "compiled (mypyc)":
+        with pytest.raises(AttributeError):
+            plain.allowed = True  # type: ignore[misc]

@@ -31,6 +31,7 @@ COMPILED_MODULES = (  # by stage, as the package is laid out
     "metrics.blindspots",
     "metrics.prometheus",
     "metrics.series",
+    "guard.decision",
     "guard.guard",
     "guard.holds",
     "replay.counts",

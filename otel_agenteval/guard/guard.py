@@ -214,15 +214,23 @@ class Guard:
     def _decision(self, tool: str, plan: GuardPlan, found: list[Violation]) -> Decision:
         if not found:
             return plan.allowed
-        blocking = tuple(v for v in found if v.rule not in self._allow)
-        warnings = tuple(v for v in found if v.rule in self._allow)
-        if not blocking:
-            return Decision(tool, True, mode=plan.mode, warned=warnings)
+        allow = self._allow
+        if allow:  # findings of rules the policy lets through are warnings
+            blocking = tuple(v for v in found if v.rule not in allow)
+            warnings = tuple(v for v in found if v.rule in allow)
+            if not blocking:
+                return Decision(tool, True, mode=plan.mode, warned=warnings)
+        else:
+            blocking, warnings = tuple(found), ()
         first = blocking[0]
+        needs_confirmation = True
+        for v in blocking:
+            if v.rule not in CONFIRMATION_RULES:
+                needs_confirmation = False
+                break
         return Decision(tool, allowed=plan.mode == "observe", would_block=True, mode=plan.mode, rule=first.rule,
-                        severity=first.severity, message=first.message,
-                        needs_confirmation=all(v.rule in CONFIRMATION_RULES for v in blocking), found=blocking,
-                        warned=warnings)
+                        severity=first.severity, message=first.message, needs_confirmation=needs_confirmation,
+                        found=blocking, warned=warnings)
 
     def _view(self, run: Run | None, trace_id: int) -> Trajectory:
         """The run's trajectory as it is; for a run with nothing recorded yet (or none), an empty

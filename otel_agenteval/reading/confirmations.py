@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,12 +130,6 @@ def keep(store: dict[str, Any], conf: Confirmation) -> None:
         del kept[0]
 
 
-def candidates(t: Trajectory) -> list[Confirmation]:
-    conv = t.conversation
-    earlier = conv.extra.get("confirmations", []) if conv is not None else []
-    return [*earlier, *t.extra.get("confirmations", [])]
-
-
 def _compare(policy: Policy, tool: str, arg: str, a: Any, b: Any) -> bool:
     tp = policy.tools.get(tool)
     specs = tp.arguments.get(arg) if tp is not None else None
@@ -212,9 +207,13 @@ def covering(step: ToolStep, t: Trajectory, policy: Policy) -> Confirmation | No
     """The confirmation this call would use: the first kept one that covers it, else (with
     ``from_messages``) an unused chat turn that does. Reads only: nothing is used up here."""
     tp = policy.tools[step.tool]
-    for conf in candidates(t):
-        if covers(conf, step, tp, policy):
-            return conf
+    conv = t.conversation
+    stores = (conv.extra, t.extra) if conv is not None else (t.extra,)  # the conversation's earlier turns first
+    for store in stores:
+        kept: Sequence[Confirmation] = store.get("confirmations", ())
+        for conf in kept:
+            if covers(conf, step, tp, policy):
+                return conf
     if policy.confirmation.from_messages:
         mc = message_confirmation(step, t, tp, policy)
         if mc is not None:
