@@ -34,6 +34,7 @@ COMPILED_MODULES = (  # by stage, as the package is laid out
     "guard.decision",
     "guard.guard",
     "guard.holds",
+    "guard.plan",
     "replay.counts",
     "replay.feed",
     "replay.formats.protobuf",

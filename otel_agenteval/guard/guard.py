@@ -25,35 +25,15 @@ from ..engine.threadstate import enter, leave
 from ..metrics.prometheus import GuardMetrics
 from ..model.trajectory import ToolStep, Trajectory
 from ..model.violation import Violation
-from ..policy.guard_section import GuardMode
 from ..reading import semconv as sc
 from ..reading.confirmations import Hold, record_confirmation
 from ..reading.spans import FAST_SPANS, attributes_of
-from ..rules import Check, Preview, Rule
+from ..rules import Check, Preview
 from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision
 from .holds import Holds
+from .plan import GuardPlan, guarding, plan_for
 
 TRACER_NAME: Final = "otel_agenteval.guard"
-
-
-class GuardPlan:
-    """What the guard does for one tool name, decided on its first check."""
-
-    __slots__ = ("allowed", "fail_closed", "gated", "mode", "on_repeat", "rules", "write")
-
-    def __init__(self, tool: str, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], gated: tuple[Rule, ...],
-                 write: bool, mode: GuardMode, fail_closed: bool) -> None:
-        self.rules = rules
-        self.on_repeat = on_repeat
-        self.gated = gated
-        self.write = write
-        self.mode = mode
-        self.fail_closed = fail_closed
-        self.allowed = Decision(tool, True, mode=mode)  # the answer when no rule finds anything: built once
-
-
-def _guarding(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
-    return tuple(r for r in rules if getattr(r, "agenteval_guard", False))
 
 
 class Guard:
@@ -73,7 +53,7 @@ class Guard:
         self._tracer = trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider)
         self._holds = Holds(routes)
         self._plans: dict[str, GuardPlan] = {}
-        self._gated = _guarding(dispatch.gated_tool)
+        self._gated = guarding(dispatch.gated_tool)
         self._allow = frozenset(policy.guard.allow_rules)
         self._disabled = dispatch.disabled
         self._confirming = frozenset(n for n, t in policy.tools.items()
@@ -152,13 +132,7 @@ class Guard:
         plan = self._plans.get(tool)
         if plan is not None:
             return plan
-        d = self._dispatch.plan(tool)
-        g = self._policy.guard
-        own = g.tools.get(tool)
-        mode = own.mode if own is not None and own.mode is not None else g.mode
-        fail = own.on_error if own is not None and own.on_error is not None else g.on_error
-        plan = GuardPlan(tool, _guarding(d.rules), _guarding(d.on_repeat), self._gated, d.write, mode,
-                         fail == "closed" if fail is not None else tool in self._confirming)
+        plan = plan_for(tool, self._dispatch.plan(tool), self._policy.guard, self._gated, self._confirming)
         if len(self._plans) < MAX_PLANS:
             self._plans[tool] = plan
         return plan
