@@ -33,6 +33,11 @@ TURNS: list[tuple[str, dict[str, Any]]] = [
 ]
 FINAL_TEXT = "Claim filed; the refund needs your confirmation."
 
+
+def usage_of(turn: int) -> tuple[int, int]:
+    """Input and output tokens of a model turn (the same for each)."""
+    return 100, 5
+
 RAN: list[str] = []  # the tools whose bodies ran, in order
 
 

@@ -30,33 +30,9 @@ if MODE == "openinference":
     GoogleADKInstrumentor().instrument(tracer_provider=run.provider)
 
 from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
-
-
-class ScriptedLlm(BaseLlm):
-    """Turn n: the scenario's n-th tool call, then the final text; usage as the scenario says."""
-
-    turn: int = 0
-
-    @classmethod
-    def supported_models(cls) -> list[str]:
-        return [r"fake-.*"]
-
-    async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-        n = self.turn
-        self.turn += 1
-        if n < len(sc.TURNS):
-            name, args = sc.TURNS[n]
-            parts = [types.Part(function_call=types.FunctionCall(id=f"call_{n}", name=name, args=args))]
-        else:
-            parts = [types.Part(text=sc.FINAL_TEXT)]
-        inp, out = sc.usage_of(n)
-        yield LlmResponse(content=types.Content(role="model", parts=parts), model_version=sc.MODEL,
-                          usage_metadata=types.GenerateContentResponseUsageMetadata(
-                              prompt_token_count=inp, candidates_token_count=out, total_token_count=inp + out))
+from scripted_adk import scripted_llm  # noqa: E402
 
 
 def on_tool_error(tool: Any, args: Any, tool_context: Any, error: Exception) -> dict[str, str]:
@@ -64,7 +40,7 @@ def on_tool_error(tool: Any, args: Any, tool_context: Any, error: Exception) -> 
 
 
 async def scenario() -> None:
-    agent = LlmAgent(name=sc.AGENT, model=ScriptedLlm(model=sc.MODEL), instruction=sc.SYSTEM_PROMPT, tools=sc.TOOLS,
+    agent = LlmAgent(name=sc.AGENT, model=scripted_llm(sc, sc.MODEL), instruction=sc.SYSTEM_PROMPT, tools=sc.TOOLS,
                      on_tool_error_callback=on_tool_error)
     runner = InMemoryRunner(agent=agent, app_name="support_app")
     session = await runner.session_service.create_session(app_name="support_app", user_id="u1")

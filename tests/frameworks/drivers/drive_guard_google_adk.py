@@ -11,7 +11,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 MODE, OUT = sys.argv[1], Path(sys.argv[2])
 if MODE == "content":
@@ -25,38 +24,15 @@ import scenario as sc  # noqa: E402
 run = sc.Run(set_global=True, policy=gs.POLICY)  # ADK takes the global tracer provider
 
 from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
+from scripted_adk import scripted_llm  # noqa: E402
 
 from otel_agenteval.guard.hooks.google_adk import guard_tool_call  # noqa: E402
 
 
-class ScriptedLlm(BaseLlm):
-    """Turn n: the guard scenario's n-th tool call, then the final text."""
-
-    turn: int = 0
-
-    @classmethod
-    def supported_models(cls) -> list[str]:
-        return [r"fake-.*"]
-
-    async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-        n = self.turn
-        self.turn += 1
-        if n < len(gs.TURNS):
-            name, args = gs.TURNS[n]
-            parts = [types.Part(function_call=types.FunctionCall(id=f"call_{n}", name=name, args=args))]
-        else:
-            parts = [types.Part(text=gs.FINAL_TEXT)]
-        yield LlmResponse(content=types.Content(role="model", parts=parts), model_version=sc.MODEL,
-                          usage_metadata=types.GenerateContentResponseUsageMetadata(
-                              prompt_token_count=100, candidates_token_count=5, total_token_count=105))
-
-
 async def scenario() -> list[str]:
-    agent = LlmAgent(name=gs.AGENT, model=ScriptedLlm(model=sc.MODEL), instruction="Support.", tools=gs.TOOLS,
+    agent = LlmAgent(name=gs.AGENT, model=scripted_llm(gs, sc.MODEL), instruction="Support.", tools=gs.TOOLS,
                      before_tool_callback=guard_tool_call(run.processor.guard()))
     runner = InMemoryRunner(agent=agent, app_name="support_app")
     session = await runner.session_service.create_session(app_name="support_app", user_id="u1")
