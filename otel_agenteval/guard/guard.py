@@ -197,13 +197,9 @@ class Guard:
         else:
             blocking, warnings = tuple(found), ()
         first = blocking[0]
-        needs_confirmation = True
-        for v in blocking:
-            if v.rule not in CONFIRMATION_RULES:
-                needs_confirmation = False
-                break
         return Decision(tool, allowed=plan.mode == "observe", would_block=True, mode=plan.mode, rule=first.rule,
-                        severity=first.severity, message=first.message, needs_confirmation=needs_confirmation,
+                        severity=first.severity, message=first.message,
+                        needs_confirmation=all(v.rule in CONFIRMATION_RULES for v in blocking),
                         found=blocking, warned=warnings)
 
     def _view(self, run: Run | None, trace_id: int) -> Trajectory:
