@@ -150,6 +150,11 @@ said = tune_for_large_bodies() if sys.argv[1] == "tune" else "-"
 before = libc.mallinfo2().hblks
 body = bytearray(4 << 20)  # a 4 MiB request body
 print(libc.mallinfo2().hblks - before, said)
+import threading
+thread = threading.Thread(target=lambda: bytearray(1 << 20))  # a listener's thread: an arena of its own?
+thread.start()
+thread.join()
+libc.malloc_stats()  # "Arena N:" a line each, on stderr
 """
 
 
@@ -159,10 +164,12 @@ def test_serve_keeps_request_bodies_on_the_heap_unless_the_environment_sets_mall
         out = subprocess.run([sys.executable, "-c", _MAPPED_BLOCKS, mode], capture_output=True, text=True,
                              check=True, env={k: v for k, v in __import__("os").environ.items()
                                               if not k.startswith("MALLOC_")} | env)
-        return out.stdout.strip().split(" ", 1)
+        return [*out.stdout.strip().split(" ", 1), str(out.stderr.count("Arena "))]
 
-    assert run("plain") == ["1", "-"]  # glibc's default: a fresh mmap per large body
-    assert run("tune") == ["0", "tuned"]  # from the heap, no page faults for the next one
+    assert run("plain") == ["1", "-", "2"]  # glibc's default: a fresh mmap per large body, an arena per thread
+    # from the heap, no page faults for the next one; one arena, so malloc_trim reaches every thread's frees
+    assert run("tune") == ["0", "tuned", "1"]
     assert run("tune", MALLOC_TRIM_THRESHOLD_="1048576")[1] == "set by the environment"
+    assert run("tune", MALLOC_ARENA_MAX="4")[1] == "set by the environment"
     with serve_process() as (_, info):
         assert info["malloc"] == "tuned"

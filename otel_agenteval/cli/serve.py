@@ -166,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     config = _config(args)
     policy = load_policy(args.policy) if args.policy else Policy()
     outcomes: dict[str, int] = {}
+    allocator = tune_for_large_bodies()  # before the listeners' threads start
 
     def tally(t: Any) -> None:
         outcomes[t.outcome] = outcomes.get(t.outcome, 0) + 1
@@ -188,7 +189,6 @@ def run(args: argparse.Namespace) -> int:
     # request's thousands of short-lived objects (freed by reference counting) trigger it rarely
     gc.freeze()
     gc.set_threshold(max(gc.get_threshold()[0], GC_THRESHOLD), *gc.get_threshold()[1:])
-    allocator = tune_for_large_bodies()
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:

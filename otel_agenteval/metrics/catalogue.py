@@ -200,6 +200,10 @@ RECEIVER_MEMORY = Declared("agenteval_receiver_memory_bytes",
                            unit="By")
 RECEIVER_MEMORY_LIMIT = Declared("agenteval_receiver_memory_limit_bytes", "The memory budget (--memory-limit-mib).",
                                  kind="gauge", otel="agenteval.receiver.memory.limit", unit="By")
+RECEIVER_ALLOCATOR_TRIMS = Declared("agenteval_receiver_allocator_trims",
+                                    "Times the allocator gave freed heap back to the OS after a burst "
+                                    "(malloc_trim, once use fell and stayed down).",
+                                    otel="agenteval.receiver.allocator.trims", unit="{trim}")
 RECEIVER_DRAIN_LOST = Declared("agenteval_receiver_drain_lost",
                                "What a drain that ran out of --drain-timeout left unchecked at shutdown: "
                                "runs (traces queued or held, runs open) and spans.", ("kind",),

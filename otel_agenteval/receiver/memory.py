@@ -77,7 +77,6 @@ class MemoryBudget:
         self.spans = spans
         self.bodies = 0  # reserved for bodies being read or decoded
         self.peak = 0  # highest use since the allocator was last trimmed
-        self.trims = 0
         self._trim_due: float | None = None  # when a fall past TRIM_STEP, if it lasts, trims
         self._lock = threading.Lock()
 
@@ -101,10 +100,11 @@ class MemoryBudget:
         with self._lock:
             self.bodies -= size * (1 + DECODED_RATIO)
 
-    def trim_after_burst(self, now: float) -> None:
+    def trim_after_burst(self, now: float) -> bool:
         """Give freed heap back to the OS once a burst is over: use fell by more than
         :data:`TRIM_STEP` and below half its peak, and stayed there for :data:`SETTLE_S` (so the
-        burst's last objects are freed first; glibc keeps freed memory in its heaps otherwise)."""
+        burst's last objects are freed first; glibc keeps freed memory in its heaps otherwise).
+        True when it trimmed."""
         used = self.used
         peak = max(self.peak, used)
         if peak - used > TRIM_STEP and used < peak // 2:
@@ -112,12 +112,13 @@ class MemoryBudget:
                 self._trim_due = now + SETTLE_S
             elif now >= self._trim_due:
                 trim()
-                self.trims += 1
-                peak = used
+                self.peak = used
                 self._trim_due = None
+                return True
         else:
             self._trim_due = None
         self.peak = peak
+        return False
 
 
 class Reservation:

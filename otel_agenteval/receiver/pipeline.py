@@ -134,6 +134,7 @@ class ReceiverMetrics:
         self.memory = gauge(catalogue.RECEIVER_MEMORY)
         self.memory_limit = gauge(catalogue.RECEIVER_MEMORY_LIMIT)
         self.drain_lost = counter(catalogue.RECEIVER_DRAIN_LOST)
+        self.trims = counter(catalogue.RECEIVER_ALLOCATOR_TRIMS)
         for reason in ("root_end", "idle_timeout", "capacity", "memory", "shutdown"):
             self.traces.labels(reason)
 
@@ -179,9 +180,8 @@ class Pipeline:
         self.lost: dict[str, int] = {}  # what a drain that timed out left unchecked
 
     def _stats(self) -> dict[str, Any]:
-        s = self.engine.stats
-        out = dict(s)
-        out["late"] = int(s["late"]) + self.feeder.stats["late"]  # after the trace was played: late too
+        out = dict(self.engine.stats)
+        out["late"] = int(out["late"]) + self.feeder.stats["late"]  # after the trace was played: late too
         return out
 
     def start(self) -> None:
@@ -269,7 +269,7 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
-            self.memory.trim_after_burst(time.monotonic())
+            self.counters.trims.inc(self.memory.trim_after_burst(time.monotonic()))  # 1 when it trimmed
             if self.wal is not None:
                 with self._turn:
                     self.wal.tick()
