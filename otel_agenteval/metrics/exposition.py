@@ -26,6 +26,8 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Exemplar, Sample
 
+from .catalogue import SCRAPE_ERRORS
+
 DEFAULT_PORT = 9464  # the OpenTelemetry Prometheus exporter's port
 DEFAULT_ADDR = "127.0.0.1"
 
@@ -128,8 +130,7 @@ class SafeRegistry(Collector):
                                 exc_info=True)
                 continue
             yield from metrics
-        yield CounterMetricFamily("agenteval_scrape_errors", "Collectors left out of a scrape because they raised.",
-                                  value=self._errors[0])
+        yield CounterMetricFamily(SCRAPE_ERRORS.name, SCRAPE_ERRORS.doc, value=self._errors[0])
 
 
 @dataclass
