@@ -116,3 +116,28 @@ def test_a_burst_leaves_the_process_where_it_was():
             trims = now
     finally:
         serve.stop()
+
+
+def test_the_trim_waits_for_the_fall_to_last_and_follows_every_wave(monkeypatch: Any) -> None:
+    """The allocator is trimmed once use has stayed down for SETTLE_S, not at the first fall; and
+    a wave after a trim in the middle of a burst (the retried uploads) is trimmed too."""
+    from otel_agenteval.receiver import memory
+
+    trims: list[float] = []
+    monkeypatch.setattr(memory, "trim", lambda: trims.append(0.0) or True)
+    held = [0]
+    budget = memory.MemoryBudget(64 * MIB, lambda: held[0])
+    assert budget.reserve_body(28 * MIB)  # the burst: 56 MiB reserved
+    budget.release_body(28 * MIB)
+    assert budget.trim_after_burst(100.0) is False  # fell, but only now
+    assert budget.trim_after_burst(100.0 + memory.SETTLE_S / 2) is False
+    assert budget.trim_after_burst(100.0 + memory.SETTLE_S) is True and len(trims) == 1
+    assert budget.trim_after_burst(200.0) is False  # nothing new to give back
+    assert budget.reserve_body(6 * MIB)  # a retried upload: 12 MiB
+    budget.release_body(6 * MIB)
+    budget.trim_after_burst(300.0)
+    assert budget.trim_after_burst(300.0 + memory.SETTLE_S) is True and len(trims) == 2
+    assert budget.reserve_body(MIB)  # a small request: 2 MiB, not worth a trim
+    budget.release_body(MIB)
+    budget.trim_after_burst(400.0)
+    assert budget.trim_after_burst(400.0 + memory.SETTLE_S) is False and len(trims) == 2

@@ -8,8 +8,8 @@ HTTP/2 framing, the joined body): those page faults were a third of ``serve``'s 
 start-up, and only in ``serve``'s own process: the in-process processor never touches its host's
 allocator. The environment's own settings (``MALLOC_*`` or ``GLIBC_TUNABLES``) win.
 
-One arena (``M_ARENA_MAX``): glibc gives each thread that allocates while another holds the main
-arena an arena of its own, and :func:`trim` cannot give back the free top of those (only
+One arena (``M_ARENA_MAX``): glibc gives each new thread an arena of its own (up to eight per
+core), and :func:`trim` cannot give back the free top of those (only
 ``M_TRIM_THRESHOLD`` does, which keeps 64 MiB): a listener thread's arena kept 33-53 MiB of freed
 bodies after a burst. CPython allocates under the GIL, so more arenas buy it little concurrency.
 """

@@ -34,7 +34,7 @@ HELD_SHARE = 0.5  # held spans may take this share of the limit; past it the old
 CGROUP_SHARE = 0.5  # default limit: this share of the container's memory limit ...
 RAM_SHARE = 0.25  # ... or, with none, of the machine's RAM
 MIN_LIMIT_MIB = 32
-TRIM_STEP = 32 * MIB  # a fall in use past this (and below half the peak) trims the allocator
+TRIM_STEP = 8 * MIB  # a fall in use past this (and below half the peak) trims the allocator
 SETTLE_S = 1.0  # ... once it has lasted this long
 
 
