@@ -8,6 +8,7 @@ import random
 import threading
 import time
 
+import msgspec
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.trace import SpanKind
@@ -50,8 +51,11 @@ def test_a_trace_plays_a_grace_period_after_its_root():
     now[0] = 5.0
     assert feeder.tick() == 1 and feeder.held_spans == 0
     assert [(t.outcome, len(t.steps)) for t in done] == [("unknown", 2)]
-    feeder.hold(trace[:1])  # again, after the play: late
+    late = msgspec.structs.replace(trace[1], _context=RecordedContext(trace[1]._context[0], 99))
+    feeder.hold([late])  # a new span of the trace, after the play: late
     assert feeder.stats["late"] == 1 and feeder.completed["root_end"] == 1
+    feeder.hold(trace[:2])  # a client's retry of spans already played (after a replica's crash): duplicates
+    assert feeder.stats["late"] == 1 and feeder.duplicates == 2 and len(done) == 1
 
 
 def test_a_rootless_trace_waits_for_its_idle_timeout_with_a_second_chance():

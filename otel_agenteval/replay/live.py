@@ -9,7 +9,8 @@ service join the agent's run; start and end calls keep parents before children e
 skewed clocks. Past ``max_spans`` held spans the oldest trace is played at once (``capacity``), and
 past ``max_bytes`` held bytes too (``memory``; a batch's bytes are given to :meth:`LiveFeeder.hold`);
 spans of a played trace are ``late``, and a span sent twice (a retry) is played once
-(``duplicates``). Between plays the engine holds nothing open. :mod:`otel_agenteval.receiver.pipeline`
+(``duplicates``), also when the retry comes after its trace was played (the span ids of the
+last :data:`RECENT_SPANS` played spans are kept: a client that retries after a replica's crash). Between plays the engine holds nothing open. :mod:`otel_agenteval.receiver.pipeline`
 calls it from one thread at a time: no locks here.
 """
 
@@ -25,6 +26,7 @@ from .spanview import RecordedSpan
 from .tree import play_tree
 
 UNBOUNDED = 1 << 60  # a budget of spans with no bound (a machine int when compiled)
+RECENT_SPANS = 1 << 16  # span ids of the traces played last, kept to tell a retry from a late span
 # engine.finalise_all reasons for what a play leaves open (the engine counts them as evictions)
 _LEFT_OPEN = {"root_end": "ttl", "idle_timeout": "ttl", "capacity": "capacity", "memory": "capacity",
               "shutdown": "shutdown"}
@@ -48,7 +50,7 @@ class _Held:
 
 class LiveFeeder:
     __slots__ = ("_bytes", "_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_max", "_max_bytes", "_played",
-                 "_size", "_traces", "completed", "duplicates", "played_ids", "stats")
+                 "_recent", "_recent_spans", "_size", "_traces", "completed", "duplicates", "played_ids", "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000, *, clock: Callable[[], float] = time.monotonic,
                  grace_s: float = 5.0, idle_s: float = 60.0, max_bytes: int = UNBOUNDED) -> None:
@@ -58,6 +60,8 @@ class LiveFeeder:
         self._size = 0
         self._bytes = 0
         self._played: OrderedDict[int, None] = OrderedDict()  # trace ids played (late spans are counted)
+        self._recent: OrderedDict[int, frozenset[int]] = OrderedDict()  # the last traces played: their span ids
+        self._recent_spans = 0
         self.stats = {"held_max": 0, "late": 0}
         self._clock = clock
         self._grace = grace_s
@@ -105,8 +109,11 @@ class LiveFeeder:
             tid = span._context[0]
             h = traces.get(tid)
             if h is None:
-                if tid in played:
-                    self.stats["late"] += 1  # its trace was played: counted, not replayed
+                if tid in played:  # counted, not replayed
+                    if span._context[1] in self._recent.get(tid, ()):
+                        self.duplicates += 1  # a retry of a span already played
+                    else:
+                        self.stats["late"] += 1
                     continue
                 h = _Held(tid, now)
                 traces[tid] = h
@@ -173,6 +180,13 @@ class LiveFeeder:
             queue.clear()
         self._engine.finalise_all("shutdown")
 
+    def _remember_spans(self, tid: int, spans: list[RecordedSpan]) -> None:
+        recent = self._recent
+        ids = recent[tid] = frozenset(s._context[1] for s in spans)
+        self._recent_spans += len(ids)
+        while self._recent_spans > RECENT_SPANS:
+            self._recent_spans -= len(recent.popitem(last=False)[1])
+
     def _oldest(self) -> _Held:
         idle = self._idle
         while idle[0].played:
@@ -187,6 +201,7 @@ class LiveFeeder:
         self._bytes -= h.nbytes
         self.completed[reason] += 1
         remember(self._played, h.tid)
+        self._remember_spans(h.tid, spans)
         if self.played_ids is not None:
             self.played_ids.append(h.tid)
         self.duplicates += play_tree(self._engine, spans)
