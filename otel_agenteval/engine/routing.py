@@ -114,6 +114,9 @@ class Run:
 
 def explicit_agent_name(attrs: dict[str, Any]) -> str | None:
     """The agent name a span states outright (GenAI semconv, OpenInference, legacy)."""
+    name = attrs.get(sc.AGENT_NAME)  # the GenAI semconv name, without a call (frameworks is not compiled)
+    if name:
+        return str(name)
     return frameworks.agent_name_of(attrs)
 
 

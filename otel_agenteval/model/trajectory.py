@@ -53,6 +53,21 @@ class Conversation:
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
 
+    # written out, like Trajectory's: one is made per new conversation, and in the compiled build
+    # the dataclass-made __init__ would run as interpreted Python
+    def __init__(self, id: str, last_seen_ns: int, touched_ns: int = 0,
+                 writes_ok: dict[tuple[str, str], str] | None = None,
+                 writes_failed: dict[tuple[str, str], str] | None = None, extra: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.last_seen_ns = last_seen_ns
+        self.touched_ns = touched_ns
+        self.writes_ok = {} if writes_ok is None else writes_ok
+        self.writes_failed = {} if writes_failed is None else writes_failed
+        self.extra = {} if extra is None else extra
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuild(self)
+
 
 @dataclass(slots=True)
 class Trajectory:

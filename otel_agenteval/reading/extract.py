@@ -180,7 +180,7 @@ def agent_span(span: Any, attrs: dict[str, Any] | None = None) -> AgentSpan:
     span = view(span)
     if attrs is None:
         attrs = attributes_of(span)
-    name: Any = fw.agent_name_of(attrs)
+    name: Any = attrs.get(sc.AGENT_NAME) or fw.agent_name_of(attrs)  # the semconv name without a call
     if not name and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         name = attrs.get(sc.OI_GRAPH_NODE_ID) or oi_agent_from_span_name(span._name)  # CrewAI; smolagents
     inp = attrs.get(sc.AGG_INPUT_TOKENS)

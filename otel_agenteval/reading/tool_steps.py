@@ -155,7 +155,8 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
     if flag is not None:
         return flag != "error"
     for key in _ERROR_FLAGS:  # Haystack: haystack.tool.error=True, status left UNSET
-        if attrs.get(key) in _TRUE:
+        flag = attrs.get(key)
+        if flag is not None and flag in _TRUE:  # absent, the usual case: no comparisons
             return False
     response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
     return response is None or adk_error(response) is None
