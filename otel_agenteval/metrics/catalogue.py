@@ -210,8 +210,8 @@ RECEIVER_DRAIN_LOST = Declared("agenteval_receiver_drain_lost",
                                otel="agenteval.receiver.drain_lost", unit="{item}")
 
 # --- the /metrics endpoint's own (metrics/exposition.py: serve, wsgi_app, asgi_app) ----------------
-SCRAPE_ERRORS = Declared("agenteval_scrape_errors", "Collectors left out of a scrape because they raised.")
 # Prometheus only: the OTel bridge reads the engine, not the scrape
+SCRAPE_ERRORS = Declared("agenteval_scrape_errors", "Collectors left out of a scrape because they raised.")
 
 # --- serve's write-ahead log (receiver/durability.WalMetrics, with --wal-dir) -------------------
 WAL_REFUSED = Declared("agenteval_wal_refused_spans",

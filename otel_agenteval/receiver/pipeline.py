@@ -156,9 +156,8 @@ class Pipeline:
         self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s,
                                  max_bytes=self.memory.held_limit)
         self.queue = IngestQueue(queue_spans)
-        self.counters = ReceiverMetrics(registry)
+        c = self.counters = ReceiverMetrics(registry)
         registry.register(SelfCollector(self._stats, self.metrics))
-        c = self.counters
         c.queue_capacity.set(queue_spans)
         c.queue_spans.set_function(lambda: self.queue.spans)
         c.held_spans.set_function(lambda: self.feeder.held_spans)
@@ -269,7 +268,8 @@ class Pipeline:
             self._wake.wait(TICK_S)
             self._wake.clear()
             self._feed(self._turn.acquire(), UNBOUNDED)
-            self.counters.trims.inc(self.memory.trim_after_burst(time.monotonic()))  # 1 when it trimmed
+            if self.memory.trim_after_burst(time.monotonic()):
+                self.counters.trims.inc()
             if self.wal is not None:
                 with self._turn:
                     self.wal.tick()

@@ -10,7 +10,8 @@ skewed clocks. Past ``max_spans`` held spans the oldest trace is played at once 
 past ``max_bytes`` held bytes too (``memory``; a batch's bytes are given to :meth:`LiveFeeder.hold`);
 spans of a played trace are ``late``, and a span sent twice (a retry) is played once
 (``duplicates``), also when the retry comes after its trace was played (the span ids of the
-last :data:`RECENT_SPANS` played spans are kept: a client that retries after a replica's crash). Between plays the engine holds nothing open. :mod:`otel_agenteval.receiver.pipeline`
+last :data:`RECENT_SPANS` played spans are kept: a client that retries after a replica's
+crash). Between plays the engine holds nothing open. :mod:`otel_agenteval.receiver.pipeline`
 calls it from one thread at a time: no locks here.
 """
 
