@@ -1,0 +1,166 @@
+"""What the processor adds to every span, measured run by run: the arms take turns on every agent run.
+
+``processor_overhead.py`` times whole rounds of 200 runs per arm. On a shared VM one round can
+catch a full garbage collection, the BatchSpanProcessor's export or another tenant's burst that
+the next arm's round does not, so its per-round ratios spread wide (an empty second processor
+measures 0.77-1.57x). Here the arms alternate run by run (baseline, empty, processor, in an order
+that rotates each run), every run is timed on its own, and each round compares the arms' median
+run: a pause lands on one run of one arm and moves no median. What a pause costs on average is
+still reported (the ratio of the arms' total times), next to the medians.
+
+    .venv/bin/python benchmarks/overhead_by_run.py --workload tool-heavy            # 10 rounds x 200 runs
+    .venv/bin/python benchmarks/overhead_by_run.py --workload pydantic-ai --in-calls --json
+
+``--in-calls`` also times the processor's own ``on_start``/``on_end`` calls in place (by span
+kind): what they take next to what the arm adds says how much of the processor's cost lands
+outside its calls (the SDK's own work slowed by the processor's garbage and cache footprint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import processor_overhead as po  # noqa: E402
+
+ARMS = ("baseline", "empty", "agenteval")
+
+
+class TimedCalls(SpanProcessor):
+    """The processor's calls, each timed where the SDK makes it, by call and span kind. The timing
+    itself adds to the arm's time: with ``--in-calls`` the arm's ratio is not the headline."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.ns: dict[str, list[int]] = collections.defaultdict(list)
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        t0 = time.perf_counter_ns()
+        self.inner.on_start(span, parent_context)
+        self.ns["start:" + str(span._attributes.get("gen_ai.operation.name"))].append(time.perf_counter_ns() - t0)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        t0 = time.perf_counter_ns()
+        self.inner.on_end(span)
+        self.ns["end:" + str(span._attributes.get("gen_ai.operation.name"))].append(time.perf_counter_ns() - t0)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self.inner.force_flush(timeout_millis))
+
+
+def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool) -> dict[str, Any]:
+    workload = po.make_workload(workload_name)
+    proc = po.make_processor()
+    timed = TimedCalls(proc) if in_calls else None
+    arms = [po.Arm("baseline", None, workload), po.Arm("empty", po.EmptyProcessor(), workload),
+            po.Arm("agenteval", timed if timed is not None else proc, workload)]
+    orders = [arms[i:] + arms[:i] for i in range(len(arms))]
+    orders += [o[::-1] for o in orders]  # every arm first, middle and last, both ways round
+    clock, emit = time.perf_counter_ns, workload.emit
+    per_round: dict[str, list[float]] = {name: [] for name in ARMS}  # median run, ns
+    totals: dict[str, int] = dict.fromkeys(ARMS, 0)
+    for r in range(warmup + rounds):
+        inputs = {}
+        for arm in arms:
+            inputs[arm.name] = workload.prepare(range(arm.next_run, arm.next_run + runs))
+            arm.next_run += runs
+            arm.bsp.force_flush()
+        gc.collect()
+        if timed is not None and r == warmup:
+            timed.ns.clear()
+        times: dict[str, list[int]] = {name: [] for name in ARMS}
+        for i in range(runs):
+            for arm in orders[i % len(orders)]:
+                t0 = clock()
+                emit(arm.tracer, inputs[arm.name][i])
+                times[arm.name].append(clock() - t0)
+        if r < warmup:
+            continue
+        for name in ARMS:
+            per_round[name].append(statistics.median(times[name]))
+            totals[name] += sum(times[name])
+    for arm in arms:
+        arm.shutdown()
+    stats = proc.stats()
+    if stats["spans"]["agent"] != (warmup + rounds) * runs or sum(stats["errors"].values()) or po.VIOLATIONS:
+        raise SystemExit(f"processor did not see the mix as expected: {stats}, {len(po.VIOLATIONS)} violations")
+    spans = runs * po.SPANS_PER_RUN
+
+    def spread(name: str) -> dict[str, Any]:
+        ratios = [x / b for x, b in zip(per_round[name], per_round["baseline"])]
+        q = statistics.quantiles(ratios, n=4)
+        return {"median": statistics.median(ratios), "iqr": [q[0], q[2]], "range": [min(ratios), max(ratios)],
+                "rounds": ratios, "rounds_over_target": sum(x > po.TARGET for x in ratios)}
+
+    base_us = statistics.median(per_round["baseline"]) / po.SPANS_PER_RUN / 1e3
+    out: dict[str, Any] = {
+        "workload": workload_name, "workload_description": workload.description, "build": po.build_name(),
+        "rounds": rounds, "runs_per_round": runs, "warmup_rounds": warmup, "spans_per_run": po.SPANS_PER_RUN,
+        "baseline_us_per_span": base_us,
+        "processor": spread("agenteval"), "empty": spread("empty"),
+        "ratio_of_totals": {name: totals[name] / totals["baseline"] for name in ("empty", "agenteval")},
+        "added_us_per_span": (statistics.median(per_round["agenteval"]) - statistics.median(per_round["baseline"]))
+        / po.SPANS_PER_RUN / 1e3,
+    }
+    if timed is not None:  # median calls, as the runs above
+        by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(timed.ns.items())}
+        out["in_calls_us_by_kind"] = by_kind
+        out["in_calls_us_per_span"] = sum(by_kind[k] * len(v) for k, v in timed.ns.items()) / (rounds * spans)
+    return out
+
+
+def print_report(s: dict[str, Any]) -> None:
+    print(f"workload {s['workload']}: {s['workload_description']}")
+    print(f"otel-agenteval {s['build']}; {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
+          f"(+{s['warmup_rounds']} warm-up), the arms taking turns run by run; SDK + BSP: {s['baseline_us_per_span']:.1f} "
+          "us a span (median run)")
+    for name, label in (("empty", "empty 2nd processor"), ("processor", "TrajectoryProcessor")):
+        x = s[name]
+        print(f"{label:<22} median-run ratio by round: median {x['median']:.3f}x, IQR {x['iqr'][0]:.3f}-{x['iqr'][1]:.3f}x, "
+              f"range {x['range'][0]:.3f}-{x['range'][1]:.3f}x, {x['rounds_over_target']} of {len(x['rounds'])} rounds "
+              f"over {po.TARGET:.2f}x")
+    t = s["ratio_of_totals"]
+    print(f"ratio of total times (pauses included): empty {t['empty']:.3f}x, processor {t['agenteval']:.3f}x")
+    print(f"added: {s['added_us_per_span']:.2f} us a span (median runs)")
+    if "in_calls_us_per_span" in s:
+        print(f"  in the processor's own calls (median call): {s['in_calls_us_per_span']:.2f} us a span; by call, us: " +
+              ", ".join(f"{k} {v:.2f}" for k, v in s["in_calls_us_by_kind"].items()))
+    print(f"overhead ratio (median run): {s['processor']['median']:.2f}x (target <= {po.TARGET:.2f}x every round, "
+          f"goal {po.GOAL:.2f}x)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", choices=("pydantic-ai", "lean", "tool-heavy"), default="tool-heavy")
+    p.add_argument("--rounds", type=int, default=10, help="measured rounds (default 10)")
+    p.add_argument("--runs-per-round", type=int, default=200, help="agent runs per arm and round (default 200)")
+    p.add_argument("--warmup", type=int, default=1, help="rounds run first and discarded (default 1)")
+    p.add_argument("--in-calls", action="store_true", help="also time the processor's own calls in place")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    args = p.parse_args(argv)
+    if args.rounds < 2 or args.runs_per_round < 3 or args.warmup < 0:
+        p.error("--rounds must be >= 2, --runs-per-round >= 3, --warmup >= 0")
+    s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls)
+    if args.json:
+        json.dump(s, sys.stdout, indent=2)
+        print()
+    else:
+        print_report(s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
