@@ -14,6 +14,13 @@ still reported (the ratio of the arms' total times), next to the medians.
 ``--in-calls`` also times the processor's own ``on_start``/``on_end`` calls in place (by span
 kind): what they take next to what the arm adds says how much of the processor's cost lands
 outside its calls (the SDK's own work slowed by the processor's garbage and cache footprint).
+
+``--background`` adds a fourth arm, ``TrajectoryProcessor(background=True)``: its median run is
+what the app's thread pays (the checks run on the processor's own thread); after each round its
+queue is drained, untimed, and how long that took is reported (near zero: the checks kept up).
+A median run says nothing of CPU spent on another thread, so ``--cpu N`` also runs each arm alone
+in a child process of its own, N runs after 200 warm-up runs, and compares the processes' CPU
+time (all threads, the background arm's drain included), five alternating children per arm.
 """
 
 from __future__ import annotations
@@ -23,16 +30,20 @@ import collections
 import gc
 import json
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from prometheus_client import CollectorRegistry
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import processor_overhead as po  # noqa: E402
 
-ARMS = ("baseline", "empty", "agenteval")
+from otel_agenteval import TrajectoryProcessor  # noqa: E402
+
+CPU_REPEATS = 5  # --cpu: children per arm, alternating
 
 
 class TimedCalls(SpanProcessor):
@@ -60,17 +71,34 @@ class TimedCalls(SpanProcessor):
         return bool(self.inner.force_flush(timeout_millis))
 
 
-def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool) -> dict[str, Any]:
+def background_processor() -> TrajectoryProcessor:
+    return TrajectoryProcessor(po.POLICY, registry=CollectorRegistry(), on_violation=[po.VIOLATIONS.append],
+                               background=True)
+
+
+def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
+    stats = proc.stats()
+    if stats["spans"]["agent"] != runs or sum(stats["errors"].values()) or po.VIOLATIONS:
+        raise SystemExit(f"processor did not see the mix as expected: {stats}, {len(po.VIOLATIONS)} violations")
+
+
+def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool,
+            background: bool) -> dict[str, Any]:
     workload = po.make_workload(workload_name)
     proc = po.make_processor()
     timed = TimedCalls(proc) if in_calls else None
     arms = [po.Arm("baseline", None, workload), po.Arm("empty", po.EmptyProcessor(), workload),
             po.Arm("agenteval", timed if timed is not None else proc, workload)]
+    bg = background_processor() if background else None
+    if bg is not None:
+        arms.append(po.Arm("background", bg, workload))
+    names = [arm.name for arm in arms]
+    drains: list[float] = []  # ms to check what the background arm's round left queued
     orders = [arms[i:] + arms[:i] for i in range(len(arms))]
     orders += [o[::-1] for o in orders]  # every arm first, middle and last, both ways round
     clock, emit = time.perf_counter_ns, workload.emit
-    per_round: dict[str, list[float]] = {name: [] for name in ARMS}  # median run, ns
-    totals: dict[str, int] = dict.fromkeys(ARMS, 0)
+    per_round: dict[str, list[float]] = {name: [] for name in names}  # median run, ns
+    totals: dict[str, int] = dict.fromkeys(names, 0)
     for r in range(warmup + rounds):
         inputs = {}
         for arm in arms:
@@ -80,22 +108,27 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         gc.collect()
         if timed is not None and r == warmup:
             timed.ns.clear()
-        times: dict[str, list[int]] = {name: [] for name in ARMS}
+        times: dict[str, list[int]] = {name: [] for name in names}
         for i in range(runs):
             for arm in orders[i % len(orders)]:
                 t0 = clock()
                 emit(arm.tracer, inputs[arm.name][i])
                 times[arm.name].append(clock() - t0)
+        if bg is not None:
+            t0 = clock()
+            bg.force_flush()
+            if r >= warmup:
+                drains.append((clock() - t0) / 1e6)
         if r < warmup:
             continue
-        for name in ARMS:
+        for name in names:
             per_round[name].append(statistics.median(times[name]))
             totals[name] += sum(times[name])
     for arm in arms:
         arm.shutdown()
-    stats = proc.stats()
-    if stats["spans"]["agent"] != (warmup + rounds) * runs or sum(stats["errors"].values()) or po.VIOLATIONS:
-        raise SystemExit(f"processor did not see the mix as expected: {stats}, {len(po.VIOLATIONS)} violations")
+    for checked in (proc, bg):
+        if checked is not None:
+            check_saw_all(checked, (warmup + rounds) * runs)
     spans = runs * po.SPANS_PER_RUN
 
     def spread(name: str) -> dict[str, Any]:
@@ -110,10 +143,13 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         "rounds": rounds, "runs_per_round": runs, "warmup_rounds": warmup, "spans_per_run": po.SPANS_PER_RUN,
         "baseline_us_per_span": base_us,
         "processor": spread("agenteval"), "empty": spread("empty"),
-        "ratio_of_totals": {name: totals[name] / totals["baseline"] for name in ("empty", "agenteval")},
+        "ratio_of_totals": {name: totals[name] / totals["baseline"] for name in names[1:]},
         "added_us_per_span": (statistics.median(per_round["agenteval"]) - statistics.median(per_round["baseline"]))
         / po.SPANS_PER_RUN / 1e3,
     }
+    if bg is not None:
+        out["background"] = spread("background")
+        out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
     if timed is not None:  # median calls, as the runs above
         by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(timed.ns.items())}
         out["in_calls_us_by_kind"] = by_kind
@@ -121,12 +157,59 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     return out
 
 
+# --- --cpu: each arm alone in a process of its own, its CPU time (all threads) -------------------------
+def cpu_child(arm_name: str, workload_name: str, runs: int) -> int:
+    """CPU ns of ``runs`` runs (after 200 warm-up runs) with this arm alone, the queues drained."""
+    workload = po.make_workload(workload_name)
+    proc = {"baseline": None, "agenteval": po.make_processor, "background": background_processor}[arm_name]
+    extra = proc() if proc is not None else None
+    arm = po.Arm(arm_name, extra, workload)
+    for run in workload.prepare(range(200)):
+        workload.emit(arm.tracer, run)
+    inputs = workload.prepare(range(200, 200 + runs))
+    arm.bsp.force_flush()
+    if extra is not None:
+        extra.force_flush()
+    gc.collect()
+    c0 = time.process_time_ns()
+    for run in inputs:
+        workload.emit(arm.tracer, run)
+    if extra is not None:
+        extra.force_flush()  # the background arm's backlog: its CPU counts
+    arm.bsp.force_flush()
+    cpu = time.process_time_ns() - c0
+    if extra is not None:
+        check_saw_all(extra, 200 + runs)
+    arm.shutdown()
+    return cpu
+
+
+def measure_cpu(workload_name: str, runs: int, arm_names: list[str]) -> dict[str, Any]:
+    cpu: dict[str, list[int]] = {name: [] for name in arm_names}
+    for _ in range(CPU_REPEATS):
+        for name in arm_names:
+            done = subprocess.run([sys.executable, __file__, "--workload", workload_name, "--cpu-child", name,
+                                   "--cpu", str(runs)], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"--cpu: the {name} child failed: {done.stderr[-800:]}")
+            cpu[name].append(int(done.stdout.split()[-1]))
+    base = statistics.median(cpu["baseline"])
+    return {"runs": runs, "repeats": CPU_REPEATS,
+            "us_per_span": {k: statistics.median(v) / (runs * po.SPANS_PER_RUN) / 1e3 for k, v in cpu.items()},
+            "ratio": {k: statistics.median(v) / base for k, v in cpu.items() if k != "baseline"},
+            "ratio_range": {k: [min(v) / max(cpu["baseline"]), max(v) / min(cpu["baseline"])]
+                            for k, v in cpu.items() if k != "baseline"}}
+
+
 def print_report(s: dict[str, Any]) -> None:
     print(f"workload {s['workload']}: {s['workload_description']}")
     print(f"otel-agenteval {s['build']}; {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
           f"(+{s['warmup_rounds']} warm-up), the arms taking turns run by run; SDK + BSP: {s['baseline_us_per_span']:.1f} "
           "us a span (median run)")
-    for name, label in (("empty", "empty 2nd processor"), ("processor", "TrajectoryProcessor")):
+    rows = [("empty", "empty 2nd processor"), ("processor", "TrajectoryProcessor")]
+    if "background" in s:
+        rows.append(("background", "  background=True"))
+    for name, label in rows:
         x = s[name]
         print(f"{label:<22} median-run ratio by round: median {x['median']:.3f}x, IQR {x['iqr'][0]:.3f}-{x['iqr'][1]:.3f}x, "
               f"range {x['range'][0]:.3f}-{x['range'][1]:.3f}x, {x['rounds_over_target']} of {len(x['rounds'])} rounds "
@@ -134,9 +217,19 @@ def print_report(s: dict[str, Any]) -> None:
     t = s["ratio_of_totals"]
     print(f"ratio of total times (pauses included): empty {t['empty']:.3f}x, processor {t['agenteval']:.3f}x")
     print(f"added: {s['added_us_per_span']:.2f} us a span (median runs)")
+    if "background_drain_ms" in s:
+        d = s["background_drain_ms"]
+        print(f"background=True: what a round left queued was checked in {d['median']:.1f} ms (median; max "
+              f"{d['max']:.1f}) after it")
     if "in_calls_us_per_span" in s:
         print(f"  in the processor's own calls (median call): {s['in_calls_us_per_span']:.2f} us a span; by call, us: " +
               ", ".join(f"{k} {v:.2f}" for k, v in s["in_calls_us_by_kind"].items()))
+    if "cpu" in s:
+        c = s["cpu"]
+        print(f"CPU time, each arm alone in its own process ({c['repeats']} each, {c['runs']} runs): SDK + BSP "
+              f"{c['us_per_span']['baseline']:.1f} us a span; " + ", ".join(
+                  f"{k} {v:.3f}x ({c['ratio_range'][k][0]:.3f}-{c['ratio_range'][k][1]:.3f}x)"
+                  for k, v in c["ratio"].items()))
     print(f"overhead ratio (median run): {s['processor']['median']:.2f}x (target <= {po.TARGET:.2f}x every round, "
           f"goal {po.GOAL:.2f}x)")
 
@@ -149,11 +242,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs-per-round", type=int, default=200, help="agent runs per arm and round (default 200)")
     p.add_argument("--warmup", type=int, default=1, help="rounds run first and discarded (default 1)")
     p.add_argument("--in-calls", action="store_true", help="also time the processor's own calls in place")
+    p.add_argument("--background", action="store_true", help="also the processor with background=True")
+    p.add_argument("--cpu", type=int, metavar="N", default=0,
+                   help="also each arm's CPU time alone in a process of its own, N runs (e.g. 2000)")
+    p.add_argument("--cpu-child", choices=("baseline", "agenteval", "background"), help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     args = p.parse_args(argv)
-    if args.rounds < 2 or args.runs_per_round < 3 or args.warmup < 0:
-        p.error("--rounds must be >= 2, --runs-per-round >= 3, --warmup >= 0")
-    s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls)
+    if args.cpu_child:
+        print(cpu_child(args.cpu_child, args.workload, args.cpu))
+        return 0
+    if args.rounds < 2 or args.runs_per_round < 3 or args.warmup < 0 or args.cpu < 0:
+        p.error("--rounds must be >= 2, --runs-per-round >= 3, --warmup >= 0, --cpu >= 0")
+    s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background)
+    if args.cpu:
+        s["cpu"] = measure_cpu(args.workload, args.cpu,
+                               ["baseline", "agenteval", *(["background"] if args.background else [])])
     if args.json:
         json.dump(s, sys.stdout, indent=2)
         print()
