@@ -76,6 +76,7 @@ test-frameworks: $(VENV)/.test
 	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
 
 bench: $(VENV)/.test $(COMPILED)
+	$(BIN)/python benchmarks/overhead_by_run.py --workload tool-heavy
 	$(BIN)/python benchmarks/processor_overhead.py
 
 dashboards: $(VENV)/.test
