@@ -21,6 +21,9 @@ queue is drained, untimed, and how long that took is reported (near zero: the ch
 A median run says nothing of CPU spent on another thread, so ``--cpu N`` also runs each arm alone
 in a child process of its own, N runs after 200 warm-up runs, and compares the processes' CPU
 time (all threads, the background arm's drain included), five alternating children per arm.
+
+``--floor`` adds an arm with :class:`Floor`, the least any design must do for this mix in plain
+Python: a floor to read the processor's figure against, not a processor.
 """
 
 from __future__ import annotations
@@ -33,9 +36,12 @@ import statistics
 import subprocess
 import sys
 import time
+from bisect import bisect_left
 from typing import Any
 
+import orjson
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import StatusCode
 from prometheus_client import CollectorRegistry
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -71,6 +77,63 @@ class TimedCalls(SpanProcessor):
         return bool(self.inner.force_flush(timeout_millis))
 
 
+BOUNDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)  # the floor's histogram buckets (+Inf past them)
+
+
+class Floor(SpanProcessor):
+    """The least any design must do for the tool-heavy mix, written plainly: each span routed to its
+    run at its start; at its end the run found, the span's kind read, a tool step kept (name,
+    status, end), the write tool's arguments parsed and keyed against the run's writes, the step
+    budget checked, tool calls counted in plain cells read at scrape (as the processor does); at
+    the run's end four histogram observations (a bucket found by bisect, a count and a sum). No
+    rules, no conversations, no bounds, no exposition, no thread safety beyond the GIL's: it is not
+    a processor, only a floor under what one costs."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list[int]] = {}  # tool -> [ok, error]
+        self.histograms = [[0] * (len(BOUNDS) + 1) for _ in range(4)]  # steps, model calls, seconds, USD
+        self.sums = [0.0] * 4
+        self.routes: dict[int, dict[str, Any]] = {}
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        parent = span._parent
+        run = self.routes.get(parent.span_id) if parent is not None else None
+        if run is None:
+            run = {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time}
+        self.routes[span._context.span_id] = run
+
+    def on_end(self, span: ReadableSpan) -> None:
+        run = self.routes.pop(span._context.span_id, None)
+        if run is None:
+            return
+        attrs = span._attributes._dict
+        op = attrs.get("gen_ai.operation.name")
+        if op == "execute_tool":
+            tool = attrs.get("gen_ai.tool.name")
+            ok = span._status._status_code is not StatusCode.ERROR
+            run["steps"].append((tool, ok, span._end_time))
+            if tool == "create_claim":
+                key = orjson.dumps(orjson.loads(attrs["gen_ai.tool.call.arguments"]), option=orjson.OPT_SORT_KEYS)
+                if key in run["writes"]:
+                    raise AssertionError("the floor's mix repeats no write")
+                run["writes"].add(key)
+            if len(run["steps"]) > 40:
+                raise AssertionError("the floor's mix stays in its step budget")
+            cell = self.calls.get(tool)
+            if cell is None:
+                cell = self.calls[tool] = [0, 0]
+            cell[0 if ok else 1] += 1
+        elif op == "chat":
+            run["llm_calls"] += 1
+            run["tokens"] += attrs["gen_ai.usage.input_tokens"] + attrs["gen_ai.usage.output_tokens"]
+        elif op == "invoke_agent":
+            values = (len(run["steps"]), run["llm_calls"], (span._end_time - run["start"]) / 1e9,
+                      run["tokens"] * 2.5e-6)
+            for i, value in enumerate(values):
+                self.histograms[i][bisect_left(BOUNDS, value)] += 1
+                self.sums[i] += value
+
+
 def background_processor() -> TrajectoryProcessor:
     return TrajectoryProcessor(po.POLICY, registry=CollectorRegistry(), on_violation=[po.VIOLATIONS.append],
                                background=True)
@@ -83,7 +146,7 @@ def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
 
 
 def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool,
-            background: bool) -> dict[str, Any]:
+            background: bool, floor: bool) -> dict[str, Any]:
     workload = po.make_workload(workload_name)
     proc = po.make_processor()
     timed = TimedCalls(proc) if in_calls else None
@@ -92,6 +155,8 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     bg = background_processor() if background else None
     if bg is not None:
         arms.append(po.Arm("background", bg, workload))
+    if floor:
+        arms.append(po.Arm("floor", Floor(), workload))
     names = [arm.name for arm in arms]
     drains: list[float] = []  # ms to check what the background arm's round left queued
     orders = [arms[i:] + arms[:i] for i in range(len(arms))]
@@ -147,6 +212,8 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         "added_us_per_span": (statistics.median(per_round["agenteval"]) - statistics.median(per_round["baseline"]))
         / po.SPANS_PER_RUN / 1e3,
     }
+    if floor:
+        out["floor"] = spread("floor")
     if bg is not None:
         out["background"] = spread("background")
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
@@ -209,6 +276,8 @@ def print_report(s: dict[str, Any]) -> None:
     rows = [("empty", "empty 2nd processor"), ("processor", "TrajectoryProcessor")]
     if "background" in s:
         rows.append(("background", "  background=True"))
+    if "floor" in s:
+        rows.append(("floor", "floor (not a processor)"))
     for name, label in rows:
         x = s[name]
         print(f"{label:<22} median-run ratio by round: median {x['median']:.3f}x, IQR {x['iqr'][0]:.3f}-{x['iqr'][1]:.3f}x, "
@@ -243,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=1, help="rounds run first and discarded (default 1)")
     p.add_argument("--in-calls", action="store_true", help="also time the processor's own calls in place")
     p.add_argument("--background", action="store_true", help="also the processor with background=True")
+    p.add_argument("--floor", action="store_true", help="also the floor: the least any design does (tool-heavy only)")
     p.add_argument("--cpu", type=int, metavar="N", default=0,
                    help="also each arm's CPU time alone in a process of its own, N runs (e.g. 2000)")
     p.add_argument("--cpu-child", choices=("baseline", "agenteval", "background"), help=argparse.SUPPRESS)
@@ -253,7 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rounds < 2 or args.runs_per_round < 3 or args.warmup < 0 or args.cpu < 0:
         p.error("--rounds must be >= 2, --runs-per-round >= 3, --warmup >= 0, --cpu >= 0")
-    s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background)
+    if args.floor and args.workload != "tool-heavy":
+        p.error("--floor is written for the tool-heavy mix")
+    s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
+                args.floor)
     if args.cpu:
         s["cpu"] = measure_cpu(args.workload, args.cpu,
                                ["baseline", "agenteval", *(["background"] if args.background else [])])

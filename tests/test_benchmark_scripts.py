@@ -13,16 +13,16 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "overhead_by_ru
 
 def test_overhead_by_run_reports_every_arm_round_by_round() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "tool-heavy", "--rounds", "2",
-                           "--runs-per-round", "5", "--warmup", "0", "--background", "--in-calls", "--json"],
+                           "--runs-per-round", "5", "--warmup", "0", "--background", "--floor", "--in-calls", "--json"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads(done.stdout)
     assert s["rounds"] == 2 and s["runs_per_round"] == 5
-    for arm in ("processor", "empty", "background"):
+    for arm in ("processor", "empty", "background", "floor"):
         assert len(s[arm]["rounds"]) == 2
         assert all(r > 0 for r in s[arm]["rounds"])
         assert s[arm]["range"][0] <= s[arm]["median"] <= s[arm]["range"][1]
-    assert set(s["ratio_of_totals"]) == {"empty", "agenteval", "background"}
+    assert set(s["ratio_of_totals"]) == {"empty", "agenteval", "background", "floor"}
     # every span kind of the mix was timed in place, and the checks' thread kept up
     assert {"start:invoke_agent", "end:invoke_agent", "end:chat", "end:execute_tool"} <= set(s["in_calls_us_by_kind"])
     assert s["background_drain_ms"]["max"] >= 0
