@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from ..model.trajectory import Trajectory
-from ..reading import extract, frameworks
+from ..reading import extract
 from ..reading import semconv as sc
 from ..reading.tool_steps import merge_nested
 from ..rules import Check
@@ -112,14 +112,6 @@ class Run:
             self.check = None
 
 
-def explicit_agent_name(attrs: dict[str, Any]) -> str | None:
-    """The agent name a span states outright (GenAI semconv, OpenInference, legacy)."""
-    name = attrs.get(sc.AGENT_NAME)  # the GenAI semconv name, without a call (frameworks is not compiled)
-    if name:
-        return str(name)
-    return frameworks.agent_name_of(attrs)
-
-
 def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | None:
     """An agent name read from how a starting agent span looks, when it states none.
 
@@ -133,7 +125,7 @@ def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | Non
 def name_at_start(run: Run, span: Any, attrs: dict[str, Any], own: bool, dispatch: Dispatch) -> None:
     """A starting agent span names its run: a name it states outright (the key span's own wins
     over a nested agent span's), else a guess from how it looks while the run has no name."""
-    explicit = explicit_agent_name(attrs)
+    explicit = extract.stated_agent_name(attrs)
     if explicit:
         if own or not run.named:
             run.rename(explicit, True, dispatch.limits_for(explicit))

@@ -105,6 +105,15 @@ def is_agent_at_start(span: Any) -> bool:
     return name.startswith(sc.NAME_INVOKE_AGENT) or name == sc.NAME_LEGACY_AGENT
 
 
+def stated_agent_name(attrs: dict[str, Any]) -> str | None:
+    """The agent name a span states outright (GenAI semconv, OpenInference, legacy), the semconv
+    one read here first: the framework table is plain Python, a call even in the compiled build."""
+    name = attrs.get(sc.AGENT_NAME)
+    if name:
+        return str(name)
+    return fw.agent_name_of(attrs)
+
+
 def agent_name_at_start(span: Any) -> str | None:
     attrs = attributes_of(span)
     name = fw.agent_name_of(attrs)
@@ -180,7 +189,7 @@ def agent_span(span: Any, attrs: dict[str, Any] | None = None) -> AgentSpan:
     span = view(span)
     if attrs is None:
         attrs = attributes_of(span)
-    name: Any = attrs.get(sc.AGENT_NAME) or fw.agent_name_of(attrs)  # the semconv name without a call
+    name: Any = stated_agent_name(attrs)
     if not name and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         name = attrs.get(sc.OI_GRAPH_NODE_ID) or oi_agent_from_span_name(span._name)  # CrewAI; smolagents
     inp = attrs.get(sc.AGG_INPUT_TOKENS)
@@ -222,6 +231,7 @@ def root_outcome(span: Any) -> tuple[str | None, bool]:
 __all__ = [
     "AGENT", "CONFIRMATION", "ENDED_SPAN", "FAST_SPANS", "LLM", "OP_KIND", "STARTED_SPAN", "TOOL", "UNSET_STATUS",
     "SpanToolStep", "SpanView", "agent_name_at_start", "agent_span", "as_dict", "attributes_of", "classify",
+    "stated_agent_name",
     "conversation", "error_type", "events_of", "is_agent_at_start", "is_local_root", "is_ok", "llm_call",
     "register_span_type", "result_text", "root_outcome", "step_of", "tool_name", "tool_step", "usage", "view",
 ]
