@@ -23,7 +23,8 @@ in a child process of its own, N runs after 200 warm-up runs, and compares the p
 time (all threads, the background arm's drain included), five alternating children per arm.
 
 ``--floor`` adds an arm with :class:`Floor`, the least any design must do for this mix in plain
-Python: a floor to read the processor's figure against, not a processor.
+Python: a floor to read the processor's figure against, not a processor. With ``--in-calls`` too,
+the floor's calls are timed the same way, so the two compare call by call.
 """
 
 from __future__ import annotations
@@ -155,8 +156,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     bg = background_processor() if background else None
     if bg is not None:
         arms.append(po.Arm("background", bg, workload))
+    timed_floor = TimedCalls(Floor()) if floor and in_calls else None
     if floor:
-        arms.append(po.Arm("floor", Floor(), workload))
+        arms.append(po.Arm("floor", timed_floor if timed_floor is not None else Floor(), workload))
     names = [arm.name for arm in arms]
     drains: list[float] = []  # ms to check what the background arm's round left queued
     orders = [arms[i:] + arms[:i] for i in range(len(arms))]
@@ -171,8 +173,10 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
             arm.next_run += runs
             arm.bsp.force_flush()
         gc.collect()
-        if timed is not None and r == warmup:
-            timed.ns.clear()
+        if r == warmup:
+            for t in (timed, timed_floor):
+                if t is not None:
+                    t.ns.clear()
         times: dict[str, list[int]] = {name: [] for name in names}
         for i in range(runs):
             for arm in orders[i % len(orders)]:
@@ -221,6 +225,11 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(timed.ns.items())}
         out["in_calls_us_by_kind"] = by_kind
         out["in_calls_us_per_span"] = sum(by_kind[k] * len(v) for k, v in timed.ns.items()) / (rounds * spans)
+    if timed_floor is not None:  # the floor's calls timed the same way: where the processor's excess lies
+        by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(timed_floor.ns.items())}
+        out["floor_in_calls_us_by_kind"] = by_kind
+        out["floor_in_calls_us_per_span"] = sum(by_kind[k] * len(v) for k, v in timed_floor.ns.items()) / (
+            rounds * spans)
     return out
 
 
@@ -293,6 +302,9 @@ def print_report(s: dict[str, Any]) -> None:
     if "in_calls_us_per_span" in s:
         print(f"  in the processor's own calls (median call): {s['in_calls_us_per_span']:.2f} us a span; by call, us: " +
               ", ".join(f"{k} {v:.2f}" for k, v in s["in_calls_us_by_kind"].items()))
+    if "floor_in_calls_us_per_span" in s:
+        print(f"  in the floor's own calls, timed the same way: {s['floor_in_calls_us_per_span']:.2f} us a span; by "
+              "call, us: " + ", ".join(f"{k} {v:.2f}" for k, v in s["floor_in_calls_us_by_kind"].items()))
     if "cpu" in s:
         c = s["cpu"]
         print(f"CPU time, each arm alone in its own process ({c['repeats']} each, {c['runs']} runs): SDK + BSP "

@@ -25,6 +25,9 @@ def test_overhead_by_run_reports_every_arm_round_by_round() -> None:
     assert set(s["ratio_of_totals"]) == {"empty", "agenteval", "background", "floor"}
     # every span kind of the mix was timed in place, and the checks' thread kept up
     assert {"start:invoke_agent", "end:invoke_agent", "end:chat", "end:execute_tool"} <= set(s["in_calls_us_by_kind"])
+    # and the floor's calls, timed the same way, for the comparison call by call
+    assert set(s["floor_in_calls_us_by_kind"]) == set(s["in_calls_us_by_kind"])
+    assert s["floor_in_calls_us_per_span"] > 0
     assert s["background_drain_ms"]["max"] >= 0
 
 
