@@ -67,6 +67,22 @@ def test_only_the_front_doors_sit_at_the_package_root() -> None:
     assert root == {"__init__", "__main__", "processor", "zero_code"}
 
 
+MAX_MODULES = 12  # a package's modules, its __init__ and __main__ aside: past that, a sub-package
+MAX_LINES = 300  # a module's
+
+
+def test_each_package_is_small_and_each_module_short() -> None:
+    """What a newcomer can take in: no package of more than 12 modules, no module over 300 lines."""
+    crowded, long = [], []
+    for folder in sorted({p.parent for p in (ROOT / "otel_agenteval").rglob("*.py")}):
+        own = [p for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")]
+        if len(own) > MAX_MODULES:
+            crowded.append(f"{folder.relative_to(ROOT)}: {len(own)} modules")
+        long += [f"{p.relative_to(ROOT)}: {n} lines" for p in folder.glob("*.py")
+                 if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
+    assert crowded == [] and long == [], "\n".join(crowded + long)
+
+
 def test_the_stage_test_catches_an_import_against_the_order(tmp_path: Path) -> None:
     """The check above is not vacuous: an engine module importing metrics is found."""
     import shutil

@@ -62,7 +62,7 @@ def test_loop_is_uvloop_when_installed_and_asyncio_on_request(monkeypatch):
     with pytest.raises(ConfigError, match="invalid --loop"):
         ServeConfig(loop="libuv").validate()
     monkeypatch.setitem(sys.modules, "uvloop", None)  # as where it is not installed: auto falls back
-    from otel_agenteval.receiver import eventloop
+    from otel_agenteval.receiver.listeners import eventloop
 
     assert eventloop.chosen("auto") == "asyncio"
     with pytest.raises(ConfigError, match="uvloop is not installed"):

@@ -14,8 +14,9 @@ from serve_support import post, scrape, total, value, wait_until
 from test_serve_input import PB, _body
 from wal_support import duplicate_spans
 
-from otel_agenteval.receiver import Receiver, ServeConfig, otlp_http
+from otel_agenteval.receiver import Receiver, ServeConfig
 from otel_agenteval.receiver.durability import HTTP_PROTOBUF, PLAYED, SPANS, _tids
+from otel_agenteval.receiver.listeners import otlp_http
 from otel_agenteval.receiver.memory import span_bytes
 from otel_agenteval.receiver.wal import OK, Log
 

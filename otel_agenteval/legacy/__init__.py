@@ -97,6 +97,12 @@ MOVED: Final[dict[str, str]] = {
     "replay.wire": "replay.formats.wire",
     "replay.wire_format": "replay.formats.wire_format",
     "replay.values": "replay.formats.values",
+    # serve's listeners, moved into a sub-package of their own (the receiver had 14 modules)
+    "receiver.otlp_http": "receiver.listeners.otlp_http",
+    "receiver.otlp_grpc": "receiver.listeners.otlp_grpc",
+    "receiver.ops": "receiver.listeners.ops",
+    "receiver.connections": "receiver.listeners.connections",
+    "receiver.eventloop": "receiver.listeners.eventloop",
 }
 
 

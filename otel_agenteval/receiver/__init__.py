@@ -10,10 +10,11 @@
         r.ports.metrics  # /metrics, /healthz, /readyz
 
 Modules: :mod:`.config` (settings), :mod:`.compression` (gzip/deflate bodies, inflated with a
-bound), :mod:`.decoding` (request bodies through replay's decoder), :mod:`.pipeline` (bounded
-ingest queue, the engine fed by one thread at a time), :mod:`.otlp_http` and :mod:`.otlp_grpc` (the
-listeners), :mod:`.ops` (``/metrics``, ``/healthz``, ``/readyz``), :mod:`.eventloop` (uvloop or asyncio under the HTTP listeners), :mod:`.server`
-(start/stop in order), the ``serve`` command is ``cli/serve.py``.
+bound), :mod:`.decoding` (request bodies through replay's decoder), :mod:`.memory` and
+:mod:`.malloc` (one memory budget in bytes), :mod:`.pipeline` (bounded ingest queue, the engine fed
+by one thread at a time), :mod:`.wal` and :mod:`.durability` (the write-ahead log, ``--wal-dir``),
+:mod:`.listeners` (the OTLP/HTTP and OTLP/gRPC listeners, the ops endpoints, connection limits,
+the event loop), :mod:`.server` (start/stop in order); the ``serve`` command is ``cli/serve.py``.
 Trace completion (grace period after the root, idle timeout) is
 :class:`otel_agenteval.replay.live.LiveFeeder`.
 

@@ -18,13 +18,13 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 
 from ..policy.policy import Policy
-from . import eventloop
 from .config import ServeConfig
-from .connections import guarded, limits_for
 from .durability import Durability, DurableRegistry
-from .ops import OpsApp
-from .otlp_grpc import start_grpc
-from .otlp_http import OtlpHttpApp
+from .listeners import eventloop
+from .listeners.connections import guarded, limits_for
+from .listeners.ops import OpsApp
+from .listeners.otlp_grpc import start_grpc
+from .listeners.otlp_http import OtlpHttpApp
 from .pipeline import Pipeline
 
 

@@ -25,12 +25,12 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .compression import TooLarge, grpc_message
-from .config import ServeConfig
-from .decoding import BadRequest, from_protobuf
-from .durability import GRPC
-from .memory import Reservation, span_bytes
-from .pipeline import CLOSED, FULL, OK, Pipeline
+from ..compression import TooLarge, grpc_message
+from ..config import ServeConfig
+from ..decoding import BadRequest, from_protobuf
+from ..durability import GRPC
+from ..memory import Reservation, span_bytes
+from ..pipeline import CLOSED, FULL, OK, Pipeline
 
 log = logging.getLogger("otel_agenteval.serve")
 

@@ -28,7 +28,6 @@ behind it.)
 from __future__ import annotations
 
 import asyncio
-import resource
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,17 +36,6 @@ from prometheus_client import Counter
 
 REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\n"
            b"retry-after: 1\r\ncontent-length: 26\r\n\r\ntoo many open connections\n")
-RESERVED_FDS = 100  # descriptors kept for grpcio, log files, the policy, the WAL
-
-
-def default_max_connections(listeners: int = 3) -> int:
-    """Per listener: a share of the descriptor limit, split between the ``listeners`` that are on
-    (metrics, OTLP/HTTP, OTLP/gRPC), and some to spare. (The larger the share, the fewer
-    connections an idle flood past it churns through: with gRPC off, 462 rather than 308 at 1024.)"""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft <= 0:
-        soft = 65536
-    return max(16, min(4096, (soft - RESERVED_FDS) // max(1, listeners)))
 
 
 @dataclass

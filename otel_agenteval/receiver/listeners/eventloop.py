@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from .config import ConfigError
+from ..config import ConfigError
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 

@@ -20,12 +20,12 @@ from google.protobuf.json_format import MessageToJson  # type: ignore[import-unt
 from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .compression import CONTENT_ENCODINGS, TooLarge
-from .config import ServeConfig
-from .decoding import BadRequest, Decoded, from_json, from_protobuf
-from .durability import HTTP_JSON, HTTP_PROTOBUF
-from .memory import Reservation, span_bytes
-from .pipeline import CLOSED, FULL, OK, Pipeline
+from ..compression import CONTENT_ENCODINGS, TooLarge
+from ..config import ServeConfig
+from ..decoding import BadRequest, Decoded, from_json, from_protobuf
+from ..durability import HTTP_JSON, HTTP_PROTOBUF
+from ..memory import Reservation, span_bytes
+from ..pipeline import CLOSED, FULL, OK, Pipeline
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
