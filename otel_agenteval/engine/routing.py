@@ -116,7 +116,7 @@ def guessed_agent_name(span: Any, attrs: dict[str, Any], own: bool) -> str | Non
     """An agent name read from how a starting agent span looks, when it states none.
 
     ``own``: the span is the run's key span (else a nested agent span under it)."""
-    guess = extract.agent_name_at_start(span)
+    guess = extract.agent_name_at_start(span, attrs)
     if guess is None and not own and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         guess = span.name  # OpenInference names a nested agent span after the agent
     return str(guess) if guess else None

@@ -114,11 +114,11 @@ def stated_agent_name(attrs: dict[str, Any]) -> str | None:
     return fw.agent_name_of(attrs)
 
 
-def agent_name_at_start(span: Any) -> str | None:
-    attrs = attributes_of(span)
-    name = fw.agent_name_of(attrs)
-    if name:
-        return name
+def agent_name_at_start(span: Any, attrs: dict[str, Any] | None = None) -> str | None:
+    """The agent name guessed from how a starting agent span looks, for one that states none
+    (:func:`stated_agent_name` is read first)."""
+    if attrs is None:
+        attrs = attributes_of(span)
     guess = name_from_span_name(span.name)
     if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         node = attrs.get(sc.OI_GRAPH_NODE_ID)  # CrewAI (event listener) has it at start
@@ -231,7 +231,7 @@ def root_outcome(span: Any) -> tuple[str | None, bool]:
 __all__ = [
     "AGENT", "CONFIRMATION", "ENDED_SPAN", "FAST_SPANS", "LLM", "OP_KIND", "STARTED_SPAN", "TOOL", "UNSET_STATUS",
     "SpanToolStep", "SpanView", "agent_name_at_start", "agent_span", "as_dict", "attributes_of", "classify",
-    "stated_agent_name",
     "conversation", "error_type", "events_of", "is_agent_at_start", "is_local_root", "is_ok", "llm_call",
-    "register_span_type", "result_text", "root_outcome", "step_of", "tool_name", "tool_step", "usage", "view",
+    "register_span_type", "result_text", "root_outcome", "stated_agent_name", "step_of", "tool_name", "tool_step",
+    "usage", "view",
 ]
