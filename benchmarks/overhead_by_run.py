@@ -43,7 +43,6 @@ from typing import Any
 import orjson
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import StatusCode
-from prometheus_client import CollectorRegistry
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import processor_overhead as po  # noqa: E402
@@ -135,11 +134,6 @@ class Floor(SpanProcessor):
                 self.sums[i] += value
 
 
-def background_processor() -> TrajectoryProcessor:
-    return TrajectoryProcessor(po.POLICY, registry=CollectorRegistry(), on_violation=[po.VIOLATIONS.append],
-                               background=True)
-
-
 def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
     stats = proc.stats()
     if stats["spans"]["agent"] != runs or sum(stats["errors"].values()) or po.VIOLATIONS:
@@ -153,7 +147,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     timed = TimedCalls(proc) if in_calls else None
     arms = [po.Arm("baseline", None, workload), po.Arm("empty", po.EmptyProcessor(), workload),
             po.Arm("agenteval", timed if timed is not None else proc, workload)]
-    bg = background_processor() if background else None
+    bg = po.make_processor(background=True) if background else None
     if bg is not None:
         arms.append(po.Arm("background", bg, workload))
     timed_floor = TimedCalls(Floor()) if floor and in_calls else None
@@ -237,8 +231,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
 def cpu_child(arm_name: str, workload_name: str, runs: int) -> int:
     """CPU ns of ``runs`` runs (after 200 warm-up runs) with this arm alone, the queues drained."""
     workload = po.make_workload(workload_name)
-    proc = {"baseline": None, "agenteval": po.make_processor, "background": background_processor}[arm_name]
-    extra = proc() if proc is not None else None
+    extra = None if arm_name == "baseline" else po.make_processor(background=arm_name == "background")
     arm = po.Arm(arm_name, extra, workload)
     for run in workload.prepare(range(200)):
         workload.emit(arm.tracer, run)

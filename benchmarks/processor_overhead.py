@@ -422,12 +422,13 @@ def otel_outputs() -> dict[str, Any]:
     return {"meter_provider": MeterProvider(metric_readers=[InMemoryMetricReader()]), "logger_provider": logs}
 
 
-def make_processor() -> TrajectoryProcessor:
+def make_processor(background: bool = False) -> TrajectoryProcessor:
     if OTEL:
         policy = POLICY.model_copy(update={"outputs": POLICY.outputs.model_copy(update={"evaluation_runs": True})})
         return TrajectoryProcessor(policy, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
-                                   **otel_outputs())
-    return TrajectoryProcessor(POLICY, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append])
+                                   background=background, **otel_outputs())
+    return TrajectoryProcessor(POLICY, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
+                               background=background)
 
 
 def measure_arms(workload: Workload, rounds: int, runs: int, warmup: int,
