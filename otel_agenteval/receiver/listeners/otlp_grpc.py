@@ -31,6 +31,7 @@ from ..decoding import BadRequest, from_protobuf
 from ..durability import GRPC
 from ..memory import Reservation, span_bytes
 from ..pipeline import CLOSED, FULL, OK, Pipeline
+from .counts import ListenerCounts
 
 log = logging.getLogger("otel_agenteval.serve")
 
@@ -49,11 +50,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         self.pipeline = pipeline
         self.config = config
         self._token = config.token.encode() if config.token is not None else None
-        c = pipeline.counters
-        self._requests = c.requests
-        self._accepted = c.spans.labels("grpc", "accepted")
-        self._rejected = c.spans.labels("grpc", "rejected")
-        self._refused = c.spans.labels("grpc", "refused")
+        self._counts = ListenerCounts(pipeline.counters, "grpc")
         self._throttled = _retry_later("ingest queue is full: retry later", config.retry_after_s)
         self._memory_limited = _retry_later("memory limit reached (--memory-limit-mib): retry later",
                                             config.retry_after_s)
@@ -65,7 +62,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
         try:
             request = next(requests)
         except (StopIteration, grpc.RpcError):  # refused by grpcio's size limit, or cancelled first
-            self._requests.labels("grpc", "not_received").inc()
+            self._counts.request("not_received")
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"message not received: larger than {2 * self.config.max_body_bytes} bytes, or cancelled")
         return self.Export(request, context)
@@ -78,10 +75,10 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
                     header = value
             scheme, _, token = header.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._token):
-                self._requests.labels("grpc", "unauthorized").inc()
+                self._counts.request("unauthorized")
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         if len(request) > self.config.max_body_bytes:
-            self._requests.labels("grpc", "too_large").inc()
+            self._counts.request("too_large")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"message of {len(request)} bytes is larger than {self.config.max_body_bytes} (--max-body-bytes)")
         held = Reservation(self.pipeline.memory)
@@ -92,31 +89,31 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
 
     def _export(self, request: bytes, context: Any, held: Reservation) -> ExportTraceServiceResponse:
         if not held.grow(len(request)):
-            self._requests.labels("grpc", "memory_limited").inc()
+            self._counts.request("memory_limited")
             context.abort_with_status(self._memory_limited)
         try:
             message = grpc_message(request, self.config.max_body_bytes)
             roomy = held.grow(len(message) - len(request))  # inflated: its bytes too
             decoded = from_protobuf(message) if roomy else None
         except TooLarge as exc:
-            self._requests.labels("grpc", "too_large").inc()
+            self._counts.request("too_large")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except BadRequest as exc:
-            self._requests.labels("grpc", "bad_request").inc()
+            self._counts.request("bad_request")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except Exception as exc:  # a message no reader foresaw: still the client's
             log.exception("agenteval serve: unexpected error decoding a gRPC request")
             self.pipeline.counters.errors.labels("decode").inc()
-            self._requests.labels("grpc", "bad_request").inc()
+            self._counts.request("bad_request")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(exc).__name__}")
         if decoded is None:
-            self._requests.labels("grpc", "memory_limited").inc()
+            self._counts.request("memory_limited")
             context.abort_with_status(self._memory_limited)
         assert decoded is not None  # abort_with_status raised
         spans = decoded.spans
         limit = self.config.max_spans_per_request
         if len(spans) > limit:
-            self._requests.labels("grpc", "too_large").inc()
+            self._counts.request("too_large")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"{len(spans)} spans in one request, more than {limit} (--max-spans-per-request)")
         if spans:
@@ -124,22 +121,22 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             nbytes = span_bytes(len(message), len(spans))
             got = self.pipeline.submit(spans, nbytes) if logged is None or logged.result() == OK else FULL
             if got == FULL:
-                self._refused.inc(len(spans))
-                self._requests.labels("grpc", "throttled").inc()
+                self._counts.refused.inc(len(spans))
+                self._counts.request("throttled")
                 context.abort_with_status(self._throttled)
             if got == CLOSED:
-                self._refused.inc(len(spans))
-                self._requests.labels("grpc", "unavailable").inc()
+                self._counts.refused.inc(len(spans))
+                self._counts.request("unavailable")
                 context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down: retry on another replica")
-            self._accepted.inc(len(spans))
+            self._counts.accepted.inc(len(spans))
         response = ExportTraceServiceResponse()
         if decoded.rejected:
-            self._rejected.inc(decoded.rejected)
-            self._requests.labels("grpc", "partial").inc()
+            self._counts.rejected.inc(decoded.rejected)
+            self._counts.request("partial")
             response.partial_success.rejected_spans = decoded.rejected
             response.partial_success.error_message = decoded.error_message
         else:
-            self._requests.labels("grpc", "ok").inc()
+            self._counts.ok.inc()
         return response
 
 

@@ -26,6 +26,7 @@ from ..decoding import BadRequest, Decoded, from_json, from_protobuf
 from ..durability import HTTP_JSON, HTTP_PROTOBUF
 from ..memory import Reservation, span_bytes
 from ..pipeline import CLOSED, FULL, OK, Pipeline
+from .counts import ListenerCounts
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -56,12 +57,7 @@ class OtlpHttpApp:
         self.pipeline = pipeline
         self.config = config
         self._token = config.token.encode() if config.token is not None else None
-        c = pipeline.counters
-        self._requests = c.requests
-        self._accepted = c.spans.labels("http", "accepted")
-        self._rejected = c.spans.labels("http", "rejected")
-        self._refused = c.spans.labels("http", "refused")
-        self._ok = c.requests.labels("http", "ok")
+        self._counts = ListenerCounts(pipeline.counters, "http")
         self._retry_after = str(config.retry_after_s).encode()
         self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="agenteval-decode")
 
@@ -108,21 +104,21 @@ class OtlpHttpApp:
             status = OK if logged is None else await asyncio.wrap_future(logged)
             response = await self._call(big, self._enqueue, decoded, len(body), status)
         except _Refused as r:
-            self._requests.labels("http", r.result).inc()
+            self._counts.request(r.result)
             await _send(send, r.status, _status_body(r.status, str(r), json_body), json_body, r.headers)
             return
         except TooLarge as exc:
-            self._requests.labels("http", "too_large").inc()
+            self._counts.request("too_large")
             await _send(send, 413, _status_body(413, str(exc), json_body), json_body)
             return
         except BadRequest as exc:
-            self._requests.labels("http", "bad_request").inc()
+            self._counts.request("bad_request")
             await _send(send, 400, _status_body(400, str(exc), json_body), json_body)
             return
         except Exception as exc:  # a body no reader foresaw: still the client's, never a 500
             log.exception("agenteval serve: unexpected error decoding a request")
             self.pipeline.counters.errors.labels("decode").inc()
-            self._requests.labels("http", "bad_request").inc()
+            self._counts.request("bad_request")
             await _send(send, 400, _status_body(400, f"unreadable request: {type(exc).__name__}", json_body), json_body)
             return
         await _send(send, 200, _response_body(response, json_body), json_body)
@@ -172,19 +168,19 @@ class OtlpHttpApp:
             # not in the write-ahead log: refused
             got = self.pipeline.submit(spans, span_bytes(body_bytes, len(spans))) if logged == OK else FULL
             if got == FULL:
-                self._refused.inc(len(spans))
+                self._counts.refused.inc(len(spans))
                 raise _Refused(429, "ingest queue is full: retry later", "throttled",
                                ((b"retry-after", self._retry_after),))
             if got == CLOSED:
-                self._refused.inc(len(spans))
+                self._counts.refused.inc(len(spans))
                 raise _Refused(503, "shutting down: retry on another replica", "unavailable",
                                ((b"retry-after", self._retry_after),))
-            self._accepted.inc(len(spans))
+            self._counts.accepted.inc(len(spans))
         if not decoded.rejected:
-            self._ok.inc()
+            self._counts.ok.inc()
             return None
-        self._rejected.inc(decoded.rejected)
-        self._requests.labels("http", "partial").inc()
+        self._counts.rejected.inc(decoded.rejected)
+        self._counts.request("partial")
         response = ExportTraceServiceResponse()
         response.partial_success.rejected_spans = decoded.rejected
         response.partial_success.error_message = decoded.error_message
