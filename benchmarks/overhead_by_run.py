@@ -24,7 +24,9 @@ time (all threads, the background arm's drain included), five alternating childr
 
 ``--floor`` adds an arm with :class:`Floor`, the least any design must do for this mix in plain
 Python: a floor to read the processor's figure against, not a processor. With ``--in-calls`` too,
-the floor's calls are timed the same way, so the two compare call by call.
+the floor's calls are timed the same way, so the two compare call by call. A second floor arm,
+:class:`DeferredFloor`, does the same work once at the run's end (each span only kept as it ends):
+the floor under a design that gives up detecting as a span ends.
 """
 
 from __future__ import annotations
@@ -104,8 +106,12 @@ class Floor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         run = self.routes.pop(span._context.span_id, None)
-        if run is None:
-            return
+        if run is not None:
+            self.take(run, span)
+
+    def take(self, run: dict[str, Any], span: ReadableSpan) -> None:
+        """One span's end into its run: a tool step kept and its write keyed, a model call added up,
+        or, for the agent span, the run's four observations."""
         attrs = span._attributes._dict
         op = attrs.get("gen_ai.operation.name")
         if op == "execute_tool":
@@ -134,6 +140,35 @@ class Floor(SpanProcessor):
                 self.sums[i] += value
 
 
+class DeferredFloor(Floor):
+    """The floor's work done once, at the run's end: every other span only kept on its trace as it
+    ends (nothing at its start), then at the agent span's end each routed to the run through its
+    parents and taken in order. Detection moves to the run's end (a processor could not do this
+    and still count a violation as its span ends); the floor under even that design."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[int, list[ReadableSpan]] = {}  # trace id -> its ended spans
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span._attributes._dict.get("gen_ai.operation.name") != "invoke_agent":
+            self.pending.setdefault(span._context.trace_id, []).append(span)
+            return
+        spans = self.pending.pop(span._context.trace_id, [])
+        agent_id = span._context.span_id
+        parents = {s._context.span_id: s._parent.span_id for s in spans}
+        run = {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time}
+        for s in spans:
+            up = s._parent.span_id
+            while up != agent_id:  # routed through its parents
+                up = parents[up]
+            self.take(run, s)
+        self.take(run, span)
+
+
 def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
     stats = proc.stats()
     if stats["spans"]["agent"] != runs or sum(stats["errors"].values()) or po.VIOLATIONS:
@@ -153,6 +188,8 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     timed_floor = TimedCalls(Floor()) if floor and in_calls else None
     if floor:
         arms.append(po.Arm("floor", timed_floor if timed_floor is not None else Floor(), workload))
+        deferred = DeferredFloor()
+        arms.append(po.Arm("deferred_floor", deferred, workload))
     names = [arm.name for arm in arms]
     drains: list[float] = []  # ms to check what the background arm's round left queued
     orders = [arms[i:] + arms[:i] for i in range(len(arms))]
@@ -192,6 +229,8 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     for checked in (proc, bg):
         if checked is not None:
             check_saw_all(checked, (warmup + rounds) * runs)
+    if floor and (deferred.pending or sum(deferred.histograms[0]) != (warmup + rounds) * runs):
+        raise SystemExit("the deferred floor did not take every run")
     spans = runs * po.SPANS_PER_RUN
 
     def spread(name: str) -> dict[str, Any]:
@@ -212,6 +251,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     }
     if floor:
         out["floor"] = spread("floor")
+        out["deferred_floor"] = spread("deferred_floor")
     if bg is not None:
         out["background"] = spread("background")
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
@@ -280,6 +320,7 @@ def print_report(s: dict[str, Any]) -> None:
         rows.append(("background", "  background=True"))
     if "floor" in s:
         rows.append(("floor", "floor (not a processor)"))
+        rows.append(("deferred_floor", "  all at the run's end"))
     for name, label in rows:
         x = s[name]
         print(f"{label:<22} median-run ratio by round: median {x['median']:.3f}x, IQR {x['iqr'][0]:.3f}-{x['iqr'][1]:.3f}x, "
@@ -317,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=1, help="rounds run first and discarded (default 1)")
     p.add_argument("--in-calls", action="store_true", help="also time the processor's own calls in place")
     p.add_argument("--background", action="store_true", help="also the processor with background=True")
-    p.add_argument("--floor", action="store_true", help="also the floor: the least any design does (tool-heavy only)")
+    p.add_argument("--floor", action="store_true",
+                   help="also the floor, the least any design does, span by span and all at the run's end (tool-heavy only)")
     p.add_argument("--cpu", type=int, metavar="N", default=0,
                    help="also each arm's CPU time alone in a process of its own, N runs (e.g. 2000)")
     p.add_argument("--cpu-child", choices=("baseline", "agenteval", "background"), help=argparse.SUPPRESS)

@@ -18,11 +18,11 @@ def test_overhead_by_run_reports_every_arm_round_by_round() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads(done.stdout)
     assert s["rounds"] == 2 and s["runs_per_round"] == 5
-    for arm in ("processor", "empty", "background", "floor"):
+    for arm in ("processor", "empty", "background", "floor", "deferred_floor"):
         assert len(s[arm]["rounds"]) == 2
         assert all(r > 0 for r in s[arm]["rounds"])
         assert s[arm]["range"][0] <= s[arm]["median"] <= s[arm]["range"][1]
-    assert set(s["ratio_of_totals"]) == {"empty", "agenteval", "background", "floor"}
+    assert set(s["ratio_of_totals"]) == {"empty", "agenteval", "background", "floor", "deferred_floor"}
     # every span kind of the mix was timed in place, and the checks' thread kept up
     assert {"start:invoke_agent", "end:invoke_agent", "end:chat", "end:execute_tool"} <= set(s["in_calls_us_by_kind"])
     # and the floor's calls, timed the same way, for the comparison call by call
