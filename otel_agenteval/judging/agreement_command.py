@@ -3,7 +3,8 @@
 ``J``: the JSON lines ``replay --judge --judgements J`` (or ``score``) writes. ``HUMAN.jsonl``: one
 object a line, ``{"trace_id": ..., "dimension": ..., "label": ..., "score": ...}`` (label, score or
 both). Exit 0 when every dimension was measured, 1 when one has too few labels to be a measurement
-(or falls below ``--threshold``), 2 for bad input (file and line named).
+(or the low end of its kappa's 95% interval falls below ``--threshold``), 2 for bad input (file and
+line named). The figure to record in the policy (``agreement.kappa``) is that low end.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--labels", required=True, metavar="FILE", help="human labels, JSON lines")
     p.add_argument("--min-labels", type=int, default=50,
                    help="fewer labelled runs than this is not a measurement (default 50, as judge.min_labels)")
-    p.add_argument("--threshold", type=float, help="the kappa your team requires to trust a dimension (exit 1 below)")
+    p.add_argument("--threshold", type=float, help="the kappa your team requires to trust a dimension (exit 1 when its 95%% interval reaches below)")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
 
@@ -73,6 +74,12 @@ def _fig(f: dict[str, Any] | None) -> str:
     return f"{f['value']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
+def _low(r: dict[str, Any]) -> float | None:
+    """The low end of kappa's 95% interval: what a dimension's trust rests on."""
+    ci = r.get("kappa", {}).get("interval")
+    return None if not ci else float(ci[0])
+
+
 def run(args: argparse.Namespace) -> int:
     if args.min_labels < 1:
         print("agreement: --min-labels must be at least 1", file=sys.stderr)
@@ -80,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     result = measure(read_lines(args.judgements, ("trace_id", "dimension")),
                      read_lines(args.labels, ("trace_id", "dimension")), args.min_labels)
     failing = [d for d, r in result.items() if not r["measurement"] or (
-        args.threshold is not None and (r["kappa"]["value"] is None or r["kappa"]["value"] < args.threshold))]
+        args.threshold is not None and (_low(r) is None or _low(r) < args.threshold))]
     if args.format == "json":
         print(json.dumps({"dimensions": result, "threshold": args.threshold}, indent=2))
         return 1 if failing else 0
@@ -93,12 +100,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"  labels: Cohen's kappa {_fig(r['kappa'])} (n={r['kappa']['n']})")
             print(f"  scores: Spearman {_fig(r['spearman'])}, mean abs difference {_fig(r['mean_abs_diff'])} "
                   f"(n={r['spearman']['n']})")
-            kappa = r["kappa"]["value"]
-            if kappa is not None:
-                ok = args.threshold is not None and kappa >= args.threshold
-                print(f"  policy, if your threshold allows: agreement: {{kappa: {kappa}, labels: {r['labelled']}, "
-                      f"measured: \"{date.today().isoformat()}\"}}" + ("" if ok or args.threshold is None
-                                                                      else f"  (below --threshold {args.threshold})"))
+            low = _low(r)
+            if low is not None and (args.threshold is None or low >= args.threshold):
+                print(f"  to record in the policy (the interval's low end): agreement: {{kappa: {low}, "
+                      f"labels: {r['labelled']}, measured: \"{date.today().isoformat()}\"}}")
+            elif low is not None:
+                print(f"  below --threshold {args.threshold} (the interval's low end, {low}): not to be trusted")
         rules = r["rules"]
         print(f"  judge label vs the rules' verdict: same on {rules['same']} of {rules['of']} runs, "
               f"kappa {_fig(rules['kappa'])}")
