@@ -20,7 +20,7 @@ from ..metrics import catalogue as m
 from ..metrics.evaluation_events import EvaluationEvents
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
-from ..policy.judge_section import JudgePolicy
+from ..policy.judge_section import Dimension, JudgePolicy
 from .chat import ChatJudge
 from .result import Judge, JudgeError, Judgement, JudgeResult, JudgeTimeout
 from .sampling import Sampler
@@ -28,12 +28,15 @@ from .worker import JudgeQueue
 
 MAX_TRACES = 4096  # traces whose findings are kept until their run finishes
 MAX_FINDINGS = 32  # per trace
+# why a judgement failed (agenteval_judge_errors_total's reason): the chat judge's, a callable's, a callback's
+ERRORS = ("http_4xx", "http_429", "http_5xx", "unreachable", "invalid_response", "raised", "unknown_dimension",
+          "callback")
 
 
 class JudgeSeries:
     """The ``agenteval_judge_*`` series (metrics/catalogue.py), in the monitor's registry."""
 
-    def __init__(self, registry: CollectorRegistry, dimensions: Sequence[str]) -> None:
+    def __init__(self, registry: CollectorRegistry, dimensions: dict[str, Dimension]) -> None:
         def counter(d: m.Declared) -> Counter:
             return Counter(d.name, d.doc, d.labels, registry=registry)
 
@@ -47,9 +50,13 @@ class JudgeSeries:
             self.sampled.labels(reason)
         for reason in ("queue_full", "shutdown"):
             self.dropped.labels(reason)
-        for name in dimensions:  # every dimension's series from the start: a rate of 0 reads as 0
+        for name, d in dimensions.items():  # every dimension's series from the start: a rate of 0 reads as 0
             self.timeouts.labels(name)
             self.score.labels(name)
+            for label in d.labels:
+                self.judged.labels(name, label)
+            for reason in ERRORS:
+                self.errors.labels(name, reason)
 
 
 class JudgeSink:
@@ -63,7 +70,7 @@ class JudgeSink:
         self._events = events
         self._on_judgement = tuple(on_judgement)
         self._trusted = {name: d.trusted for name, d in section.dimensions.items()}
-        self.series = JudgeSeries(registry if registry is not None else REGISTRY, list(section.dimensions))
+        self.series = JudgeSeries(registry if registry is not None else REGISTRY, dict(section.dimensions))
         self._findings: dict[str, list[Violation]] = {}
         self.queue = JudgeQueue(self._judge, section.queue_size,
                                 section.endpoint.concurrency if section.endpoint is not None else 1,
