@@ -2,7 +2,7 @@
 failing (HTTP 500): the processor's per-span cost and serve's acknowledged spans per second, each
 arm against no judge at all, the arms taking turns round by round (the median round reported).
 
-    python benchmarks/judge_overhead.py [--rounds 7] [--runs 400] [--rate 0.1] [--json]
+    python benchmarks/judge_overhead.py [--rounds 9] [--runs 400] [--rate 0.1] [--json]
 
 A local OpenAI-compatible endpoint on loopback plays the judge. The judge's work happens on its
 own threads: what this measures is what is left on the span path and on serve's listener (the
@@ -132,7 +132,7 @@ def serve_round(arm: str, url: str, rate: float, bodies: list[bytes], spans: int
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--runs", type=int, default=400, help="runs per arm per round")
     p.add_argument("--rate", type=float, default=0.1)
     p.add_argument("--json", action="store_true")
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_span_processor(SimpleSpanProcessor(recorder))
     spans = make_runs(rec, args.runs)
     recorded = recorder.get_finished_spans()
-    bodies = [encode_spans(recorded[i:i + 500]).SerializeToString() for i in range(0, len(recorded), 500)]
+    bodies = [encode_spans(recorded[i:i + 100]).SerializeToString() for i in range(0, len(recorded), 100)]
     per_span: dict[str, list[float]] = {a: [] for a in ARMS}
     throughput: dict[str, list[float]] = {a: [] for a in ARMS}
     counts: dict[str, dict[str, float]] = {}
@@ -168,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
            "processor_us_per_span": {a: round(statistics.median(v), 2) for a, v in per_span.items()},
            "processor_ratio_to_none": {a: round(statistics.median(v) / base_us, 3) for a, v in per_span.items()},
            "processor_rounds_us": {a: [round(x, 2) for x in v] for a, v in per_span.items()},
+           "processor_no_judge_range_us": [round(min(per_span["none"]), 2), round(max(per_span["none"]), 2)],
            "serve_spans_per_s": {a: round(statistics.median(v)) for a, v in throughput.items()},
+           "serve_rounds_spans_per_s": {a: [round(x) for x in v] for a, v in throughput.items()},
            "serve_ratio_to_none": {a: round(statistics.median(v) / base_tp, 3) for a, v in throughput.items()},
            "judge_counts_last_round": counts}
     if args.json:
