@@ -77,3 +77,10 @@ def judge_policy(url: str, rate: float = 0.1, **endpoint: Any) -> str:
     return json.dumps({"tools": {"issue_refund": {"write": True}},
                        "judge": {"rate": rate, "include_flagged": False, "endpoint": ep, "queue_size": 5000,
                                  "dimensions": {"helpfulness": {"rubric": "Did the agent help?"}}}})
+
+
+def fixed_judge(t: Any) -> Any:
+    """A callable judge (``--judge judge_support:fixed_judge``): 0.5 and "pass" for every run."""
+    from otel_agenteval.judging import JudgeResult
+
+    return JudgeResult("helpfulness", 0.5, "pass", f"{t.tool_calls} tool calls")
