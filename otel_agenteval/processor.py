@@ -119,6 +119,8 @@ class TrajectoryProcessor(SpanProcessor):
             self.metrics.after_fork()
             if self._handoff is not None:
                 self._handoff.after_fork()
+            if self.judging is not None:
+                self.judging.queue.after_fork()
         except Exception:
             self.engine.count_error("shutdown")
 

@@ -230,3 +230,27 @@ def test_a_callable_judge_and_its_errors(tmp_path: Path) -> None:
     assert [j.score for j in got] == [1.0, 1.0, 1.0]
     assert registry.get_sample_value("agenteval_judge_errors_total", {"dimension": "helpfulness", "reason": "raised"}) == 1
     provider.shutdown()
+
+
+def test_a_forked_child_judges_its_own_runs() -> None:
+    import os
+
+    from conftest import child_exit_code
+
+    from otel_agenteval.judging import JudgeResult
+
+    doc = json.loads(judge_policy("http://127.0.0.1:9/v1", rate=1.0))
+    del doc["judge"]["endpoint"]
+    got: list[Any] = []
+    provider, processor, _ = _live(Policy.from_dict(doc), judge=lambda t: JudgeResult("helpfulness", 1.0),
+                                   on_judgement=[got.append])
+    pid = os.fork()
+    if pid == 0:  # the child: its own threads take its runs
+        try:
+            _runs(provider, 3)
+            ok = processor.judging is not None and processor.judging.queue.drain(10) and len(got) == 3
+            os._exit(0 if ok else 1)
+        except BaseException:  # noqa: BLE001 (the child must exit, whatever happened)
+            os._exit(2)
+    assert child_exit_code(pid, "the child's judge never judged") == 0
+    provider.shutdown()

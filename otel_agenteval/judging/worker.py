@@ -20,14 +20,26 @@ class JudgeQueue:
     def __init__(self, work: Callable[[Any], None], size: int, threads: int, *, wait: bool = False,
                  on_dropped: Callable[[str], None] = lambda reason: None) -> None:
         self._queue: queue.Queue[Any] = queue.Queue(size)
+        self._size = size
         self._work = work
         self._wait = wait
         self._dropped = on_dropped
         self.stopping = threading.Event()  # set: workers stop taking jobs (and backoffs stop waiting)
+        self._threads: list[threading.Thread] = []
+        self._start(threads)
+
+    def _start(self, threads: int) -> None:
         self._threads = [threading.Thread(target=self._run, name=f"agenteval-judge-{i}", daemon=True)
                          for i in range(threads)]
         for thread in self._threads:
             thread.start()
+
+    def after_fork(self) -> None:
+        """In a forked child: the parent's threads are gone and its queue's lock may be held; a fresh
+        queue (the parent judges its own runs) and fresh threads."""
+        self._queue = queue.Queue(self._size)
+        if not self.stopping.is_set():
+            self._start(len(self._threads))
 
     @property
     def queued(self) -> int:
