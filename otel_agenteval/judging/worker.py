@@ -82,7 +82,9 @@ class JudgeQueue:
         return True
 
     def close(self, timeout: float = 2.0) -> None:
-        """Give queued jobs up to ``timeout`` seconds, then stop; what is left is dropped, counted."""
+        """Give queued jobs up to ``timeout`` seconds in all, then stop; what is left is dropped, counted
+        (a request in flight is left to its daemon thread and its own timeout)."""
+        deadline = time.monotonic() + timeout
         self.drain(timeout)
         self.stopping.set()
         while True:
@@ -93,4 +95,4 @@ class JudgeQueue:
             self._dropped("shutdown")
             self._queue.task_done()
         for thread in self._threads:
-            thread.join(max(0.0, timeout))
+            thread.join(max(0.0, deadline - time.monotonic()))
