@@ -254,3 +254,28 @@ def test_a_forked_child_judges_its_own_runs() -> None:
             os._exit(2)
     assert child_exit_code(pid, "the child's judge never judged") == 0
     provider.shutdown()
+
+
+def test_per_agent_rates_and_the_same_sample_at_a_higher_rate() -> None:
+    from otel_agenteval.judging import JudgeResult
+
+    def judge(t: Any) -> JudgeResult:
+        return JudgeResult("helpfulness", 1.0)
+
+    def judged_ids(rate: float, agents: dict[str, float]) -> tuple[set[str], set[str]]:
+        doc = json.loads(judge_policy("http://127.0.0.1:9/v1", rate=rate))
+        del doc["judge"]["endpoint"]
+        doc["judge"]["agents"] = agents
+        got: list[Any] = []
+        provider, processor, _ = _live(Policy.from_dict(doc), judge=judge, on_judgement=[got.append])
+        support, billing = _runs(provider, 200, "support"), _runs(provider, 200, "billing")
+        assert processor.judging is not None and processor.judging.queue.drain(10)
+        provider.shutdown()
+        ids = {j.trace_id for j in got}
+        return ids & set(support), ids & set(billing)
+
+    support, billing = judged_ids(0.0, {"billing": 1.0})
+    assert (len(support), len(billing)) == (0, 200)
+    low, _ = judged_ids(0.1, {"billing": 0.0})
+    high, none = judged_ids(0.3, {"billing": 0.0})  # the same seeded trace ids: a sample grows, never reshuffles
+    assert none == set() and low < high and 0 < len(low) < len(high) < 200
