@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     policy: Policy | None = load_policy(args.policy) if args.policy else None
     try:
         result = rerun(args.traces, args.agent, policy=policy, on_divergence=args.on_divergence, stubs=args.stubs,
-                       jobs=args.jobs, max_steps=args.max_steps, timeout_s=args.timeout, traces_out=args.traces_out)
+                       jobs=args.jobs, max_steps=args.max_steps, timeout_s=args.timeout, traces_out=args.traces_out,
+                       policy_file=args.policy)
     except AgentError as exc:
         raise UsageError(str(exc)) from None
     doc = summarise(result)

@@ -52,6 +52,7 @@ class Settings:
     """How conversations are rerun (picklable: sent as is to ``--jobs`` workers)."""
 
     policy: Policy | None = None
+    policy_file: str | None = None  # read in each worker process when ``policy`` is not sent (it may not pickle)
     on_divergence: str = "stop"  # stop | stub
     stubs: str | None = None  # module name of the stub functions (stub mode)
     max_steps: int = 50  # tool calls per turn

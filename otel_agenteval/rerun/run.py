@@ -7,6 +7,7 @@ The trace files are only read; the candidate's spans are written to ``traces_out
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import importlib
 import multiprocessing
@@ -59,7 +60,23 @@ class RerunResult:
     settings: Settings = field(default_factory=Settings)
 
 
+_POLICIES: dict[str, Policy] = {}  # a worker process's policy, read once from its file
+
+
+def _policy_of(path: str) -> Policy:
+    policy = _POLICIES.get(path)
+    if policy is None:
+        from ..engine.dispatch import load_custom_rules
+
+        policy = _POLICIES[path] = Policy.from_file(path)
+        if policy.custom_rules:
+            load_custom_rules(policy)
+    return policy
+
+
 def _one(conversation: RecordedConversation, agent: Agent | str, settings: Settings) -> ConversationResult:
+    if settings.policy is None and settings.policy_file:
+        settings.policy = _policy_of(settings.policy_file)
     fn = load_agent(agent) if isinstance(agent, str) else agent
     stubs = load_module(settings.stubs) if settings.stubs else None
     return rerun_conversation(conversation, fn, settings, stubs)
@@ -68,11 +85,12 @@ def _one(conversation: RecordedConversation, agent: Agent | str, settings: Setti
 def rerun(traces: Iterable[str | Path], agent: Agent | str, *, policy: Policy | None = None,
           on_divergence: str = "stop", stubs: str | None = None, jobs: int = 1, max_steps: int = 50,
           timeout_s: float = 60.0, normalisers: dict[str, dict[str, list[str]]] | None = None,
-          traces_out: str | Path | None = None,
+          traces_out: str | Path | None = None, policy_file: str | Path | None = None,
           conversations: Sequence[RecordedConversation] | None = None) -> RerunResult:
     """Rerun every recorded conversation of ``traces`` with ``agent``; see :mod:`otel_agenteval.rerun`.
 
-    ``conversations`` (from :func:`read_conversations`) skips reading the files again.
+    ``conversations`` (from :func:`read_conversations`) skips reading the files again. With
+    ``jobs`` > 1, give ``policy_file`` (the file ``policy`` was read from): each worker reads it.
     """
     if on_divergence not in ("stop", "stub"):
         raise ValueError(f"invalid on_divergence {on_divergence!r}: stop or stub")
@@ -84,18 +102,23 @@ def rerun(traces: Iterable[str | Path], agent: Agent | str, *, policy: Policy | 
         load_agent(agent)  # a bad name is an error now, not in every worker
     if stubs:
         load_module(stubs)
-    settings = Settings(policy, on_divergence, stubs, max_steps, timeout_s, normalisers, traces_out is not None)
+    if policy is None and policy_file is not None:
+        policy = _policy_of(str(policy_file))
+    settings = Settings(policy, str(policy_file) if policy_file else None, on_divergence, stubs, max_steps, timeout_s,
+                        normalisers, traces_out is not None)
     recorded = list(conversations) if conversations is not None else read_conversations(traces, policy)
     if jobs == 1 or len(recorded) < 2:
         results = [_one(c, agent, settings) for c in recorded]
     else:
+        if settings.policy_file:
+            settings = dataclasses.replace(settings, policy=None)  # each worker reads the file
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             chunk = max(1, len(recorded) // (jobs * 4))
             results = list(pool.map(_one, recorded, [agent] * len(recorded), [settings] * len(recorded),
                                     chunksize=chunk))
     if traces_out is not None:
         _write(Path(traces_out), results)
-    return RerunResult(results, len(recorded), settings)
+    return RerunResult(results, len(recorded), dataclasses.replace(settings, policy=policy))
 
 
 def _write(path: Path, results: list[ConversationResult]) -> None:

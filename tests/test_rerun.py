@@ -1,0 +1,115 @@
+"""``otel-agenteval rerun`` end to end: a real pydantic-ai agent (scripted model) recorded live,
+then rerun unchanged and as candidates that skip a check or write twice, through the command."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("pydantic_ai")
+
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from pydantic_ai.models.instrumented import InstrumentationSettings  # noqa: E402
+from rerun_fixtures import support  # noqa: E402
+
+from otel_agenteval.cli.main import main  # noqa: E402
+from otel_agenteval.replay import replay  # noqa: E402
+from otel_agenteval.replay.write import OTLPJsonLinesExporter  # noqa: E402
+
+
+def _record(path: Path, n: int, include_content: bool = True) -> Path:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPJsonLinesExporter(path)))
+    agent = support.build(instrument=InstrumentationSettings(tracer_provider=provider, include_content=include_content))
+    for i in range(n):
+        agent.run_sync(f"Please refund {i % 7 + 1}.5 for order {1000 + i}.")
+    provider.shutdown()
+    return path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("rerun")
+    (d / "policy.yaml").write_text(yaml.safe_dump(support.POLICY))
+    return {"traces": _record(d / "live.jsonl", 100), "few": _record(d / "few.jsonl", 3),
+            "policy": d / "policy.yaml", "dir": d}
+
+
+def _rerun(recorded: dict[str, Path], agent: str, *extra: str, traces: str = "traces") -> tuple[int, dict[str, Any]]:
+    out = recorded["dir"] / "report.json"
+    support.CALLS.clear()
+    code = main(["rerun", str(recorded[traces]), "--agent", f"rerun_fixtures.support:{agent}",
+                 "--policy", str(recorded["policy"]), "--format", "json", "-o", str(out), *extra])
+    assert support.CALLS == [], "a tool really ran during the rerun"
+    return code, json.loads(out.read_text())
+
+
+def test_an_unchanged_agent_reruns_every_conversation_on_the_same_path(recorded: dict[str, Path]) -> None:
+    code, doc = _rerun(recorded, "baseline")
+    assert (code, doc["summary"]["conversations"], doc["summary"]["counts"]["identical"]) == (0, 100, 100)
+    assert doc["summary"]["identical_share"] == 1.0
+    assert doc["summary"]["steps"] == {"old": 300, "new": 300}
+
+
+def test_a_candidate_that_skips_the_check_diverges_at_that_step(recorded: dict[str, Path]) -> None:
+    code, doc = _rerun(recorded, "skip_check")
+    assert doc["summary"]["counts"]["diverged"] == 100 and doc["summary"]["divergence_steps"] == {"2": 100}
+    first = doc["conversations"][0]["divergence"]
+    assert (first["kind"], first["recorded"]["tool"], first["new"]["tool"]) == ("other_tool", "ask_user_confirmation",
+                                                                              "issue_refund")
+    assert {c["divergence"]["new"]["tool"] for c in doc["conversations"]} == {"issue_refund"}
+
+
+def test_a_candidate_that_writes_twice_gets_duplicate_write_and_fails_the_gate(recorded: dict[str, Path]) -> None:
+    code, doc = _rerun(recorded, "write_twice")
+    # as live: the second write repeats the first, and the one confirmation was spent on the first
+    assert code == 1 and doc["summary"]["violations_new"] == {"duplicate_write": 100, "write_without_confirmation": 100}
+    d = doc["conversations"][0]["divergence"]
+    assert (d["step"], d["kind"], d["recorded"], d["new"]["tool"]) == (4, "not_recorded", None, "issue_refund")
+
+
+def test_stub_mode_continues_past_the_divergence_and_marks_it(recorded: dict[str, Path]) -> None:
+    out = recorded["dir"] / "candidate.jsonl.gz"
+    code, doc = _rerun(recorded, "skip_check", "--on-divergence", "stub", "--stubs", "rerun_fixtures.stubs",
+                       "--traces-out", str(out))
+    assert doc["summary"]["counts"]["stubbed"] == 100
+    c = doc["conversations"][0]
+    assert (c["stubbed_calls"], c["steps"]["new"], c["divergence"]["step"]) == (1, 2, 2)
+    assert doc["summary"]["violations_new"] == {"write_without_confirmation": 100}
+    lines = gzip.open(out, "rt").read()
+    assert lines.count('"stubbed"') == 100
+    assert len(replay([out]).trajectories) == 100  # the candidate's runs read back like any recording
+
+
+def test_capture_off_is_reported_as_not_rerunnable_with_the_setting(recorded: dict[str, Path]) -> None:
+    recorded["dark"] = _record(recorded["dir"] / "dark.jsonl", 2, include_content=False)
+    code, doc = _rerun(recorded, "baseline", traces="dark")
+    assert doc["summary"]["counts"]["not_rerunnable"] == 2
+    assert "pydantic-ai" in doc["conversations"][0]["detail"] and "include_content" in doc["conversations"][0]["detail"]
+
+
+STUB = ("--on-divergence", "stub", "--stubs", "rerun_fixtures.stubs")  # a loop goes on past the recording only stubbed
+
+
+@pytest.mark.parametrize(("agent", "status", "extra"), [("raises", "raised", ()), ("hangs", "timed_out", ()),
+                                                       ("loops", "looped", STUB)])
+def test_a_failing_agent_is_reported_and_the_rerun_goes_on(recorded: dict[str, Path], agent: str, status: str,
+                                                           extra: tuple[str, ...]) -> None:
+    code, doc = _rerun(recorded, agent, "--timeout", "0.2", "--max-steps", "5", *extra, traces="few")
+    assert [c["status"] for c in doc["conversations"]] == [status] * 3
+
+
+def test_jobs_run_in_processes_with_the_same_answer(recorded: dict[str, Path]) -> None:
+    code, doc = _rerun(recorded, "skip_check", "--jobs", "2", traces="few")
+    assert doc["summary"]["counts"]["diverged"] == 3 and doc["summary"]["divergence_steps"] == {"2": 3}
+
+
+def test_a_bad_agent_name_is_a_usage_error(recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rerun", str(recorded["few"]), "--agent", "rerun_fixtures.support:nope"]) == 2
+    assert "invalid --agent" in capsys.readouterr().err
