@@ -82,7 +82,7 @@ def test_stub_mode_continues_past_the_divergence_and_marks_it(recorded: dict[str
     c = doc["conversations"][0]
     assert (c["stubbed_calls"], c["steps"]["new"], c["divergence"]["step"]) == (1, 2, 2)
     assert doc["summary"]["violations_new"] == {"write_without_confirmation": 100}
-    lines = gzip.open(out, "rt").read()
+    lines = gzip.decompress(out.read_bytes()).decode()
     assert lines.count('"stubbed"') == 100
     assert len(replay([out]).trajectories) == 100  # the candidate's runs read back like any recording
 
@@ -113,3 +113,29 @@ def test_jobs_run_in_processes_with_the_same_answer(recorded: dict[str, Path]) -
 def test_a_bad_agent_name_is_a_usage_error(recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rerun", str(recorded["few"]), "--agent", "rerun_fixtures.support:nope"]) == 2
     assert "invalid --agent" in capsys.readouterr().err
+
+
+def test_the_html_report_reads_right_in_a_real_browser(recorded: dict[str, Path]) -> None:
+    """``--format html`` opened in headless Chromium (as tests/test_scoring_html.py drives it)."""
+    from test_scoring_html import CHROMIUM_ARGS, _chromium
+
+    exe = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    page_file = recorded["dir"] / "report.html"
+    assert main(["rerun", str(recorded["few"]), "--agent", "rerun_fixtures.support:write_twice", "--policy",
+                 str(recorded["policy"]), "--format", "html", "-o", str(page_file)]) == 1
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(page_file.as_uri())
+        gate = page.inner_text("#gate")
+        rows = page.locator("#conversations tr").count()
+        new = page.inner_text("#violations_new")
+        bar = page.locator("#histogram .bar").first.bounding_box()
+        browser.close()
+    assert gate.lower() == "fail: the candidate adds 6 critical violation(s)"  # shown upper-case (.badge)
+    assert (rows, new, errors) == (4, "duplicate_write 3, write_without_confirmation 3", [])
+    assert bar is not None and bar["width"] > 100  # the histogram's bar is drawn

@@ -140,7 +140,9 @@ class ToolGate:
             raise StepLimit(f"more than {self._max_steps} tool calls in one turn")
         self.steps += 1
         args = parse_arguments(arguments)
-        span = self._tracer.start_span(f"execute_tool {tool}", context=trace.set_span_in_context(self._root), attributes={
+        root = self._root
+        assert root is not None
+        span = self._tracer.start_span(f"execute_tool {tool}", context=trace.set_span_in_context(root), attributes={
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.type": "function",
             "gen_ai.tool.call.id": f"rerun_{self.steps}", "gen_ai.agent.name": self._agent,
             "gen_ai.conversation.id": self.conversation_id, "gen_ai.tool.call.arguments": _text(args)})
