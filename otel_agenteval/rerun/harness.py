@@ -117,7 +117,7 @@ def rerun_conversation(conversation: RecordedConversation, agent: Callable[..., 
         provider.add_span_processor(kept)
     tracer = provider.get_tracer("otel_agenteval.rerun")
     gate = ToolGate(conversation.id, tracer, on_divergence=settings.on_divergence, stubs=stubs,
-                    max_steps=settings.max_steps, normalisers=settings.normalisers)
+                    max_steps=settings.max_steps, normalisers=_normalisers(settings))
     outcome: dict[str, Any] = {}
     worker = threading.Thread(target=_turns, args=(conversation, agent, gate, tracer, provider, outcome, result),
                               name=f"rerun {conversation.id}", daemon=True)
@@ -142,6 +142,15 @@ def rerun_conversation(conversation: RecordedConversation, agent: Callable[..., 
         result.spans = [otlp_json_line(kept.spans)] if kept.spans else []
     provider.shutdown()
     return result
+
+
+def _normalisers(settings: Settings) -> dict[str, dict[str, list[str]]]:
+    """The policy's per-argument normalisers (``tools.<name>.arguments``), then the caller's."""
+    tools = settings.policy.tools if settings.policy is not None else {}
+    out = {name: dict(t.arguments) for name, t in tools.items() if t.arguments}
+    for name, args in (settings.normalisers or {}).items():
+        out[name] = {**out.get(name, {}), **args}
+    return out
 
 
 def _turns(conversation: RecordedConversation, agent: Callable[..., Any], gate: ToolGate, tracer: Any,

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import importlib
+import importlib.util
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -30,8 +33,9 @@ class AgentError(ValueError):
 
 
 def load_agent(spec: str) -> Agent:
-    """``package.module:callable`` (a dotted attribute path after the colon) -> the callable."""
-    module_name, sep, attr = spec.partition(":")
+    """``package.module:callable`` or ``path/to/file.py:callable`` (a dotted attribute path after
+    the colon) -> the callable."""
+    module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
         raise AgentError(f"invalid --agent {spec!r}: expected MODULE:CALLABLE")
     obj: Any = load_module(module_name, "--agent")
@@ -45,10 +49,23 @@ def load_agent(spec: str) -> Agent:
 
 
 def load_module(name: str, setting: str = "--stubs") -> ModuleType:
+    """A module by name, or a ``.py`` file by path (imported once per process under its path)."""
     try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise AgentError(f"invalid {setting} {name!r}: cannot import it ({exc})") from None
+        if not name.endswith(".py"):
+            return importlib.import_module(name)
+        path = Path(name).resolve()
+        key = "_agenteval_rerun_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+        if key in sys.modules:
+            return sys.modules[key]
+        spec = importlib.util.spec_from_file_location(key, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise ImportError(f"no such file: {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+        return module
+    except Exception as exc:  # noqa: BLE001 - the user's module failing to import is bad input
+        raise AgentError(f"invalid {setting} {name!r}: cannot import it ({type(exc).__name__}: {exc})") from None
 
 
 @dataclass
