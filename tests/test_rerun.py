@@ -60,6 +60,8 @@ def test_an_unchanged_agent_reruns_every_conversation_on_the_same_path(recorded:
 def test_a_candidate_that_skips_the_check_diverges_at_that_step(recorded: dict[str, Path]) -> None:
     code, doc = _rerun(recorded, "skip_check")
     assert doc["summary"]["counts"]["diverged"] == 100 and doc["summary"]["divergence_steps"] == {"2": 100}
+    # the write it tried (not executed: the recording has no answer) had no confirmation: critical, as live
+    assert code == 1 and doc["summary"]["violations_new"] == {"write_without_confirmation": 100}
     first = doc["conversations"][0]["divergence"]
     assert (first["kind"], first["recorded"]["tool"], first["new"]["tool"]) == ("other_tool", "ask_user_confirmation",
                                                                               "issue_refund")

@@ -49,11 +49,14 @@ _AGENTS_ERROR = "An error occurred while running the tool. Please try again. Err
 
 
 def for_openai_agents(agent: Any, **run_kwargs: Any) -> Any:
-    """A rerun callable for an OpenAI Agents SDK ``Agent``; ``run_kwargs`` go to ``Runner.run_sync``.
+    """A rerun callable for an OpenAI Agents SDK ``Agent``; ``run_kwargs`` go to ``Runner.run_sync``
+    (default ``run_config``: the SDK's own tracing off, the rerun makes the spans).
 
     A recorded tool failure reaches the model as the SDK's default failure text, as it did live
     with the default ``failure_error_function``."""
-    from agents import FunctionTool, Runner
+    from agents import FunctionTool, RunConfig, Runner
+
+    run_kwargs.setdefault("run_config", RunConfig(tracing_disabled=True))  # the rerun makes its own spans
 
     def gated(tools: ToolGate, name: str) -> Any:
         async def invoke(_ctx: Any, arguments: str) -> Any:
