@@ -1,12 +1,11 @@
-"""The refund agent on the OpenAI Agents SDK, its model scripted (a ``Model`` subclass, offline)."""
+"""The refund agent on the OpenAI Agents SDK, its model scripted (offline)."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
-
 import time
+from typing import Any
 
 from agents import Agent, function_tool
 from agents.models.openai_responses import OpenAIResponsesModel
