@@ -68,6 +68,16 @@ def test_a_candidate_that_skips_the_check_diverges_at_that_step(recorded: dict[s
     assert {c["divergence"]["new"]["tool"] for c in doc["conversations"]} == {"issue_refund"}
 
 
+@pytest.mark.parametrize(("agent", "step", "kind", "new"), [("wrong_amount", 3, "other_arguments", "issue_refund"),
+                                                             ("answer_early", 2, "not_made", None)])
+def test_other_arguments_and_a_call_never_made_are_divergences(recorded: dict[str, Path], agent: str, step: int,
+                                                               kind: str, new: str | None) -> None:
+    code, doc = _rerun(recorded, agent, traces="few")
+    d = doc["conversations"][0]["divergence"]
+    assert doc["summary"]["divergence_steps"] == {str(step): 3}
+    assert (d["kind"], d["recorded"]["tool"], (d["new"] or {}).get("tool")) == (kind, ["lookup_order", "ask_user_confirmation", "issue_refund"][step - 1], new)
+
+
 def test_a_candidate_that_writes_twice_gets_duplicate_write_and_fails_the_gate(recorded: dict[str, Path]) -> None:
     code, doc = _rerun(recorded, "write_twice")
     # as live: the second write repeats the first, and the one confirmation was spent on the first
@@ -105,6 +115,16 @@ def test_a_failing_agent_is_reported_and_the_rerun_goes_on(recorded: dict[str, P
                                                            extra: tuple[str, ...]) -> None:
     code, doc = _rerun(recorded, agent, "--timeout", "0.2", "--max-steps", "5", *extra, traces="few")
     assert [c["status"] for c in doc["conversations"]] == [status] * 3
+
+
+def test_a_timed_out_agent_is_abandoned_and_its_thread_ends(recorded: dict[str, Path]) -> None:
+    import threading
+    import time
+
+    code, doc = _rerun(recorded, "slow_loop", "--timeout", "0.2", "--max-steps", "100000", *STUB, traces="few")
+    assert [c["status"] for c in doc["conversations"]] == ["timed_out"] * 3
+    time.sleep(0.2)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("rerun ")] == []
 
 
 def test_jobs_run_in_processes_with_the_same_answer(recorded: dict[str, Path]) -> None:

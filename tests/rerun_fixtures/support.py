@@ -29,6 +29,10 @@ def _script(variant: str) -> Any:
             del plan[1]
         elif variant == "write_twice":
             plan.append(plan[-1])
+        elif variant == "wrong_amount":
+            plan[2] = ("issue_refund", {"order_id": order, "amount": float(amount) + 1})
+        elif variant == "answer_early":
+            del plan[1:]
         if done < len(plan):
             tool, args = plan[done]
             return ModelResponse(parts=[ToolCallPart(tool, args)], model_name="scripted")
@@ -69,6 +73,8 @@ def _wrapped(variant: str) -> Any:
 baseline = _wrapped("baseline")
 skip_check = _wrapped("skip_check")
 write_twice = _wrapped("write_twice")
+wrong_amount = _wrapped("wrong_amount")
+answer_early = _wrapped("answer_early")
 
 
 def raises(turn: Any, tools: Any) -> None:
@@ -81,4 +87,10 @@ def hangs(turn: Any, tools: Any) -> None:
 
 def loops(turn: Any, tools: Any) -> None:
     while True:
+        tools.call("lookup_order", {"order_id": "again"})
+
+
+def slow_loop(turn: Any, tools: Any) -> None:
+    while True:  # past the timeout, only the gate's refusal ends it
+        time.sleep(0.02)
         tools.call("lookup_order", {"order_id": "again"})
