@@ -23,10 +23,10 @@ from otel_agenteval.replay import replay  # noqa: E402
 from otel_agenteval.replay.write import OTLPJsonLinesExporter  # noqa: E402
 
 
-def _record(path: Path, n: int, include_content: bool = True) -> Path:
+def _record(path: Path, n: int, include_content: bool = True, variant: str = "baseline") -> Path:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(OTLPJsonLinesExporter(path)))
-    agent = support.build(instrument=InstrumentationSettings(tracer_provider=provider, include_content=include_content))
+    agent = support.build(variant, InstrumentationSettings(tracer_provider=provider, include_content=include_content))
     for i in range(n):
         agent.run_sync(f"Please refund {i % 7 + 1}.5 for order {1000 + i}.")
     provider.shutdown()
@@ -38,6 +38,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("rerun")
     (d / "policy.yaml").write_text(yaml.safe_dump(support.POLICY))
     return {"traces": _record(d / "live.jsonl", 100), "few": _record(d / "few.jsonl", 3),
+            "parallel": _record(d / "parallel.jsonl", 3, variant="parallel"),
             "policy": d / "policy.yaml", "dir": d}
 
 
@@ -76,6 +77,14 @@ def test_other_arguments_and_a_call_never_made_are_divergences(recorded: dict[st
     d = doc["conversations"][0]["divergence"]
     assert doc["summary"]["divergence_steps"] == {str(step): 3}
     assert (d["kind"], d["recorded"]["tool"], (d["new"] or {}).get("tool")) == (kind, ["lookup_order", "ask_user_confirmation", "issue_refund"][step - 1], new)
+
+
+def test_calls_recorded_in_parallel_match_in_either_order(recorded: dict[str, Path]) -> None:
+    """Two tool calls of one model response run concurrently: the recording's order is not the agent's."""
+    code, doc = _rerun(recorded, "parallel_reversed", traces="parallel")
+    assert doc["summary"]["counts"]["identical"] == 3, doc["conversations"][0]
+    code, doc = _rerun(recorded, "baseline", traces="parallel")  # the same calls, one after the other: same path
+    assert doc["summary"]["counts"]["identical"] == 3
 
 
 def test_a_candidate_that_writes_twice_gets_duplicate_write_and_fails_the_gate(recorded: dict[str, Path]) -> None:
@@ -121,10 +130,11 @@ def test_a_timed_out_agent_is_abandoned_and_its_thread_ends(recorded: dict[str, 
     import threading
     import time
 
-    code, doc = _rerun(recorded, "slow_loop", "--timeout", "0.2", "--max-steps", "100000", *STUB, traces="few")
+    code, doc = _rerun(recorded, "slow_loop", "--timeout", "0.2", "--max-steps", "100000", *STUB, traces="parallel")
     assert [c["status"] for c in doc["conversations"]] == ["timed_out"] * 3
     time.sleep(0.2)
-    assert [t.name for t in threading.enumerate() if t.name.startswith("rerun ")] == []
+    ours = {f"rerun {c['conversation_id']}" for c in doc["conversations"]}  # ("hangs" above sleeps on, unasked)
+    assert [t.name for t in threading.enumerate() if t.name in ours] == []
 
 
 def test_jobs_run_in_processes_with_the_same_answer(recorded: dict[str, Path]) -> None:

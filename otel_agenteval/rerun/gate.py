@@ -184,7 +184,8 @@ class ToolGate:
         index = self._match(tool, args)
         if index is not None:
             self._served[index] = True
-            self._cursor = max(self._cursor, index + 1)
+            while self._cursor < len(run.calls) and self._served[self._cursor]:
+                self._cursor += 1  # the first recorded call not yet made
             recorded = run.calls[index]
             if not recorded.ok:
                 span.set_attribute("agenteval.rerun.answer", "recorded")
@@ -205,12 +206,17 @@ class ToolGate:
         return self._stub(tool, args, span)
 
     def _match(self, tool: str, args: dict[str, Any]) -> int | None:
-        """The recorded call this one is: the next one before a divergence; after it (stub mode)
-        the first unserved one of the turn that is the same call."""
+        """The recorded call this one is. Before a divergence: the next one, or one recorded in
+        parallel with it (overlapping spans: their order is not the agent's); after it (stub
+        mode), the first unserved one of the turn that is the same call."""
         calls = self._run.calls if self._run is not None else []
         if self.divergence is None:
             i = self._cursor
-            return i if i < len(calls) and self._same(calls[i], tool, args) else None
+            while i < len(calls) and (i == self._cursor or calls[i].parallel):
+                if not self._served[i] and self._same(calls[i], tool, args):
+                    return i
+                i += 1
+            return None
         return next((i for i, c in enumerate(calls) if not self._served[i] and self._same(c, tool, args)), None)
 
     def _same(self, recorded: RecordedCall, tool: str, args: dict[str, Any]) -> bool:

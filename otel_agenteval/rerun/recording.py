@@ -47,6 +47,7 @@ class RecordedCall:
     result: Any
     ok: bool
     error: str | None = None
+    parallel: bool = False  # started before the previous call ended: the two may come in either order
 
 
 @dataclass
@@ -86,13 +87,22 @@ class RecordedConversation:
         return next((r.missing_content for r in self.runs if r.missing_content), None)
 
 
-def _call(step: Any) -> RecordedCall:
-    return RecordedCall(tool=step.tool, arguments=parse_arguments(step.raw_arguments), raw_arguments=step.raw_arguments,
-                        result=step.raw_result, ok=bool(step.ok), error=None if step.ok else (step.error_type or "error"))
+def _calls(steps: list[Any]) -> list[RecordedCall]:
+    out: list[RecordedCall] = []
+    end = 0
+    for step in steps:
+        out.append(RecordedCall(tool=step.tool, arguments=parse_arguments(step.raw_arguments),
+                                raw_arguments=step.raw_arguments, result=step.raw_result, ok=bool(step.ok),
+                                error=None if step.ok else (step.error_type or "error"),
+                                parallel=bool(out) and step.start_ns < end))
+        end = max(end, step.end_ns)
+    return out
 
 
 def _missing(t: Trajectory) -> str | None:
     """The framework and setting, when a tool call carries no arguments or a good one no result."""
+    if t.steps_dropped:
+        return f"{t.steps_dropped} tool calls not kept by the engine (more than its per-run bound)"
     for step in t.steps:
         if step.raw_arguments is None or (step.ok and step.raw_result is None):
             scope = getattr(step, "scope", None)
@@ -141,7 +151,7 @@ def read_conversations(paths: Iterable[str | Path], policy: Policy | None = None
             findings = [Finding(v.rule, v.severity, v.tool, where.get(v.span_id or "")) for v in by_trace.get(t.trace_hex, ())]
             recorded.append(RecordedRun(
                 trace_id=t.trace_hex, agent_name=t.agent_name, service_name=t.service_name,
-                user_text=turns.get(t.trace_id), calls=[_call(s) for s in t.steps],
+                user_text=turns.get(t.trace_id), calls=_calls(t.steps),
                 attributes=_scalars(t.root_attributes), outcome=t.outcome, cost_usd=t.cost_usd,
                 llm_calls=t.llm_calls, findings=findings, missing_content=_missing(t)))
             offset += len(t.steps)

@@ -33,6 +33,9 @@ def _script(variant: str) -> Any:
             plan[2] = ("issue_refund", {"order_id": order, "amount": float(amount) + 1})
         elif variant == "answer_early":
             del plan[1:]
+        if variant.startswith("parallel") and done == 0:  # two calls in one response: run concurrently
+            both = [ToolCallPart(tool, args) for tool, args in plan[:2]]
+            return ModelResponse(parts=both[::-1] if variant == "parallel_reversed" else both, model_name="scripted")
         if done < len(plan):
             tool, args = plan[done]
             return ModelResponse(parts=[ToolCallPart(tool, args)], model_name="scripted")
@@ -49,6 +52,7 @@ def build(variant: str = "baseline", instrument: Any = None) -> Agent[None, str]
     @agent.tool_plain
     def lookup_order(order_id: str) -> dict[str, Any]:
         CALLS.append("lookup_order")
+        time.sleep(0.005)  # long enough for a call made beside it to start meanwhile
         return {"order_id": order_id, "status": "delivered"}
 
     @agent.tool_plain
@@ -75,6 +79,7 @@ skip_check = _wrapped("skip_check")
 write_twice = _wrapped("write_twice")
 wrong_amount = _wrapped("wrong_amount")
 answer_early = _wrapped("answer_early")
+parallel_reversed = _wrapped("parallel_reversed")
 
 
 def raises(turn: Any, tools: Any) -> None:
