@@ -137,8 +137,12 @@ def test_a_timed_out_agent_is_abandoned_and_its_thread_ends(recorded: dict[str, 
     assert [t.name for t in threading.enumerate() if t.name in ours] == []
 
 
-def test_jobs_run_in_processes_with_the_same_answer(recorded: dict[str, Path]) -> None:
-    code, doc = _rerun(recorded, "skip_check", "--jobs", "2", traces="few")
+def test_jobs_run_in_processes_with_the_same_answer(recorded: dict[str, Path], capfd: pytest.CaptureFixture[str]) -> None:
+    """``--jobs 2``: worker processes, and the JSON on standard output is the report alone (a
+    worker's violation log lines would land there too if it logged them)."""
+    assert main(["rerun", str(recorded["few"]), "--agent", "rerun_fixtures.support:skip_check", "--policy",
+                 str(recorded["policy"]), "--format", "json", "--jobs", "2"]) == 1
+    doc = json.loads(capfd.readouterr().out)
     assert doc["summary"]["counts"]["diverged"] == 3 and doc["summary"]["divergence_steps"] == {"2": 3}
 
 

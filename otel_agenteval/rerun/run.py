@@ -129,13 +129,24 @@ def rerun(traces: Iterable[str | Path], agent: Agent | str, *, policy: Policy | 
     else:
         if settings.policy_file:
             settings = dataclasses.replace(settings, policy=None)  # each worker reads the file
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet) as pool:
             chunk = max(1, len(recorded) // (jobs * 4))
             results = list(pool.map(_one, recorded, [agent] * len(recorded), [settings] * len(recorded),
                                     chunksize=chunk))
     if traces_out is not None:
         _write(Path(traces_out), results)
     return RerunResult(results, len(recorded), dataclasses.replace(settings, policy=policy))
+
+
+def _quiet() -> None:
+    """A worker logs errors only, to stderr: its violations come back in the results, and standard
+    output may be the report."""
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
 
 
 def _write(path: Path, results: list[ConversationResult]) -> None:
