@@ -175,3 +175,24 @@ def test_the_html_report_reads_right_in_a_real_browser(recorded: dict[str, Path]
     assert gate.lower() == "fail: the candidate adds 6 critical violation(s)"  # shown upper-case (.badge)
     assert (rows, new, errors) == (4, "duplicate_write 3, write_without_confirmation 3", [])
     assert bar is not None and bar["width"] > 100  # the histogram's bar is drawn
+
+
+def test_the_worked_example_on_the_demo_says_what_docs_rerun_md_says(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/rerun.md's example, run: the demo's 100 runs (seed 7) and examples/rerun/candidate.py."""
+    root = Path(__file__).resolve().parent.parent
+    traces = tmp_path / "demo.jsonl.gz"
+    assert main(["demo", "--runs", "100", "--no-serve", "--quiet", "--traces-out", str(traces)]) == 0
+    capsys.readouterr()
+    assert main(["rerun", str(traces), "--agent", str(root / "examples/rerun/candidate.py") + ":agent",
+                 "--policy", str(root / "examples/policies/support-agent.yaml")]) == 0
+    table = capsys.readouterr().out
+    assert "identical 56  diverged 22  raised 8" in table and "identical 56  diverged 22  raised 8" in (
+        root / "docs/rerun.md").read_text()
+
+
+def test_jobs_need_what_pickles(recorded: dict[str, Path]) -> None:
+    from otel_agenteval.rerun import rerun
+
+    with pytest.raises(ValueError, match="the agent is sent to worker processes"):
+        rerun([recorded["few"]], lambda turn, tools: None, jobs=2)

@@ -124,6 +124,8 @@ def rerun(traces: Iterable[str | Path], agent: Agent | str, *, policy: Policy | 
     settings = Settings(policy, str(policy_file) if policy_file else None, on_divergence, stubs, max_steps, timeout_s,
                         normalisers, traces_out is not None)
     recorded = list(conversations) if conversations is not None else read_conversations(traces, policy)
+    if jobs > 1:
+        _picklable(agent, settings)
     if jobs == 1 or len(recorded) < 2:
         results = [_one(c, agent, settings) for c in recorded]
     else:
@@ -136,6 +138,19 @@ def rerun(traces: Iterable[str | Path], agent: Agent | str, *, policy: Policy | 
     if traces_out is not None:
         _write(Path(traces_out), results)
     return RerunResult(results, len(recorded), dataclasses.replace(settings, policy=policy))
+
+
+def _picklable(agent: Agent | str, settings: Settings) -> None:
+    """What goes to a worker process must pickle: say which part does not, and what to pass instead."""
+    import pickle
+
+    for what, value, instead in (("agent", agent, "'MODULE:CALLABLE' or a module-level function"),
+                                 ("policy", settings.policy if not settings.policy_file else None,
+                                  "policy_file= (each worker reads it)")):
+        try:
+            pickle.dumps(value)
+        except Exception:  # noqa: BLE001 - any pickling failure says the same
+            raise ValueError(f"with jobs > 1 the {what} is sent to worker processes and cannot be: pass {instead}") from None
 
 
 def _quiet() -> None:
