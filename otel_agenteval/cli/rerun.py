@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
                        policy_file=args.policy)
     except AgentError as exc:
         raise UsageError(str(exc)) from None
+    if result.recorded == 0:
+        raise UsageError(f"no agent run could be read from {', '.join(args.traces)}")
     doc = summarise(result)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:

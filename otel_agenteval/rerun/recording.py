@@ -10,7 +10,7 @@ read: nothing here writes to them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,11 +133,14 @@ def _user_turns(paths: list[Path]) -> dict[int, str]:
     return {k: v[1] for k, v in found.items()}
 
 
-def read_conversations(paths: Iterable[str | Path], policy: Policy | None = None) -> list[RecordedConversation]:
-    """The recorded conversations of ``paths`` (any format ``replay`` reads), in order of first start."""
+def read_conversations(paths: Iterable[str | Path], policy: Policy | None = None,
+                       on_reject: Callable[[str], None] | None = None) -> list[RecordedConversation]:
+    """The recorded conversations of ``paths`` (any format ``replay`` reads), in order of first start.
+    A bad line or span is reported through ``on_reject`` (default: standard error, as ``replay``)
+    and skipped; a file that cannot be read raises ``InputError``."""
     files = [Path(p) for p in paths]
     by_trace: dict[str, list[Violation]] = {}
-    result = replay(files, policy, on_reject=lambda _msg: None,
+    result = replay(files, policy, on_reject=on_reject,
                     on_violation=[lambda v: by_trace.setdefault(v.trace_id, []).append(v)])
     turns = _user_turns(files)
     groups: dict[str, list[Trajectory]] = {}
