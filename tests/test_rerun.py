@@ -200,9 +200,9 @@ def test_jobs_need_what_pickles(recorded: dict[str, Path]) -> None:
 
 def test_input_it_cannot_read_is_exit_2_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("not json\n")
+    bad.write_text('{"resourceSpans": 5}\n')
     assert main(["rerun", str(bad), "--agent", "rerun_fixtures.support:baseline"]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}:1: not valid JSON" in err and f"no agent run could be read from {bad}" in err
+    assert f"{bad}:1: resourceSpans is a JSON int, expected a list" in err and f"no agent run could be read from {bad}" in err
     assert main(["rerun", str(tmp_path / "missing.jsonl"), "--agent", "rerun_fixtures.support:baseline"]) == 2
     assert "missing.jsonl: cannot read" in capsys.readouterr().err
