@@ -14,7 +14,8 @@ from typing import Any, TextIO
 from ..scoring.report.html import STYLE
 from .report import call_text
 
-_EXTRA = ".bar{display:inline-block;height:12px;background:#5b6ee1;vertical-align:middle}"
+_EXTRA = (".bar{display:inline-block;height:12px;background:#5b6ee1;vertical-align:middle}"
+          "td.num{white-space:nowrap}")
 
 
 def write_html(doc: dict[str, Any], out: TextIO, show_arguments: bool = False) -> None:
@@ -46,7 +47,8 @@ def write_html(doc: dict[str, Any], out: TextIO, show_arguments: bool = False) -
               f"</span> {n}</td></tr>")
         w("</table>")
     w("<h2>Conversations that did not keep their path</h2><table id=conversations><tr><th>conversation</th>"
-      "<th>status</th><th>step</th><th>recorded call</th><th>new call</th><th>new violations</th><th>steps</th>"
+      "<th>status</th><th>step</th><th>recorded call</th><th>new call</th><th>new violations</th><th>gone</th>"
+      "<th>steps</th>"
       "<th>cost</th></tr>")
     for e in doc["conversations"]:
         if e["status"] == "identical":
@@ -59,6 +61,7 @@ def write_html(doc: dict[str, Any], out: TextIO, show_arguments: bool = False) -
           f"<td>{escape(e['status'])}{extra}<div class=muted>{escape(e['detail'] or '')}</div></td>"
           f"<td class=num>{d.get('step', '')}</td><td><code>{escape(rec)}</code></td><td><code>{escape(new)}</code></td>"
           f"<td class=fail>{escape(', '.join(v['rule'] for v in e['violations_new']))}</td>"
+          f"<td class=pass>{escape(', '.join(v['rule'] for v in e['violations_gone']))}</td>"
           f"<td class=num>{e['steps']['old']} → {e['steps']['new']}</td>"
           f"<td class=num>{e['cost_usd']['old']:.4f} → {e['cost_usd']['new']:.4f}</td></tr>")
     w("</table></body></html>\n")

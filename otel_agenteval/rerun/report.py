@@ -4,8 +4,8 @@ Per conversation: its status (identical path, diverged at step k with both calls
 timed out, looped, not rerunnable), violations new in the candidate and gone from it, steps and
 cost old against new. Overall: counts by status, a histogram of divergence steps, the totals, and
 ``critical_added`` (the CI gate: a critical violation the recording did not have). Where the
-candidate stopped at its divergence, violations are compared up to that step only: what the
-recording did later was never reached, so it is not "gone".
+candidate stopped short (at its divergence, or by raising, timing out or looping), violations are
+compared up to that step only: what the recording did later was never reached, so it is not "gone".
 """
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ def _named(counts: Counter[tuple[str, str, str | None]]) -> list[dict[str, Any]]
 
 
 def conversation_entry(c: ConversationResult, stopped: bool) -> dict[str, Any]:
-    limit = c.divergence.step if stopped and c.status == "diverged" and c.divergence is not None else None
+    limit = None  # where the candidate stopped short, what the recording did later was never reached
+    if stopped and c.status == "diverged" and c.divergence is not None:
+        limit = c.divergence.step
+    elif c.status in ("raised", "timed_out", "looped"):
+        limit = c.new_steps
     old, new = _compared(c.old_findings, limit), _compared(c.new_findings, limit)
     return {
         "conversation_id": c.id, "status": c.status, "turns": c.turns, "turns_run": c.turns_run,
