@@ -77,6 +77,7 @@ def test_other_arguments_and_a_call_never_made_are_divergences(recorded: dict[st
     d = doc["conversations"][0]["divergence"]
     assert doc["summary"]["divergence_steps"] == {str(step): 3}
     assert (d["kind"], d["recorded"]["tool"], (d["new"] or {}).get("tool")) == (kind, ["lookup_order", "ask_user_confirmation", "issue_refund"][step - 1], new)
+    assert "arguments" not in d["recorded"] and d["recorded"]["arguments_hash"]  # values only with --show-arguments
 
 
 def test_calls_recorded_in_parallel_match_in_either_order(recorded: dict[str, Path]) -> None:

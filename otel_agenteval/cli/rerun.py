@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces-out", metavar="FILE", help="write the candidate's spans as OTLP JSON lines (.gz ok)")
     p.add_argument("--format", choices=("table", "json", "html"), default="table", help="report format")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--show-arguments", action="store_true", help="show argument values (default: names only)")
+    p.add_argument("--show-arguments", action="store_true", help="show argument values in the report (default: their names and a hash)")
     p.add_argument("--verbose", "-v", action="count", default=0, help="table: every conversation (-vv: log violations)")
 
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if result.recorded == 0:
         raise UsageError(f"no agent run could be read from {', '.join(args.traces)}")
-    doc = summarise(result)
+    doc = summarise(result, show_arguments=args.show_arguments)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
         if args.format == "json":

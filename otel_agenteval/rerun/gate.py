@@ -13,6 +13,7 @@ also an ``execute_tool`` span of the candidate's run, so the engine checks it as
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
@@ -69,13 +70,14 @@ class Divergence:
 
 
 def _observation(result: Any) -> Any:
-    """A recorded result as the agent gets it: JSON text parsed, anything else as recorded."""
+    """A recorded result as the agent gets it: JSON text parsed, anything else a copy (the agent
+    cannot change the recording)."""
     if isinstance(result, str) and result[:1] in ("{", "[", '"'):
         try:
             return json.loads(result)
         except ValueError:
             return result
-    return result
+    return copy.deepcopy(result)
 
 
 def _text(value: Any) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, TextIO
 
+from ..model.arguments import arguments_key
+from ..model.trajectory import short_hash
 from .harness import STATUSES, ConversationResult
 from .recording import Finding
 from .run import RerunResult
@@ -27,7 +29,22 @@ def _named(counts: Counter[tuple[str, str, str | None]]) -> list[dict[str, Any]]
     return [{"rule": r, "severity": s, "tool": t, "count": n} for (r, s, t), n in sorted(counts.items(), key=str)]
 
 
-def conversation_entry(c: ConversationResult, stopped: bool) -> dict[str, Any]:
+def _call(call: dict[str, Any] | None, show_arguments: bool) -> dict[str, Any] | None:
+    """A call as reported: values only when asked; else the names and a hash of the values."""
+    if call is None or show_arguments:
+        return call
+    args = call.get("arguments") or {}
+    return {"tool": call["tool"], "argument_names": list(args), "arguments_hash": short_hash(arguments_key(args))}
+
+
+def _divergence(c: ConversationResult, show_arguments: bool) -> dict[str, Any] | None:
+    if c.divergence is None:
+        return None
+    d = c.divergence.as_dict()
+    return {**d, "recorded": _call(d["recorded"], show_arguments), "new": _call(d["new"], show_arguments)}
+
+
+def conversation_entry(c: ConversationResult, stopped: bool, show_arguments: bool = False) -> dict[str, Any]:
     limit = None  # where the candidate stopped short, what the recording did later was never reached
     if stopped and c.status == "diverged" and c.divergence is not None:
         limit = c.divergence.step
@@ -36,7 +53,7 @@ def conversation_entry(c: ConversationResult, stopped: bool) -> dict[str, Any]:
     old, new = _compared(c.old_findings, limit), _compared(c.new_findings, limit)
     return {
         "conversation_id": c.id, "status": c.status, "turns": c.turns, "turns_run": c.turns_run,
-        "divergence": c.divergence.as_dict() if c.divergence is not None else None, "stubbed_calls": c.stubbed,
+        "divergence": _divergence(c, show_arguments), "stubbed_calls": c.stubbed,
         "detail": c.detail, "steps": {"old": c.old_steps, "new": c.new_steps},
         "cost_usd": {"old": round(c.old_cost_usd, 6), "new": round(c.new_cost_usd, 6)},
         "violations_new": _named(new - old), "violations_gone": _named(old - new),
@@ -44,10 +61,11 @@ def conversation_entry(c: ConversationResult, stopped: bool) -> dict[str, Any]:
     }
 
 
-def summarise(result: RerunResult) -> dict[str, Any]:
-    """The whole report: ``summary`` (counts, histogram, totals, gate) and ``conversations``."""
+def summarise(result: RerunResult, show_arguments: bool = False) -> dict[str, Any]:
+    """The whole report: ``summary`` (counts, histogram, totals, gate) and ``conversations``.
+    Argument values only with ``show_arguments`` (else their names and a hash, as ``score``)."""
     stopped = result.settings.on_divergence == "stop"
-    entries = [conversation_entry(c, stopped) for c in result.conversations]
+    entries = [conversation_entry(c, stopped, show_arguments) for c in result.conversations]
     counts = Counter(e["status"] for e in entries)
     steps = Counter(e["divergence"]["step"] for e in entries if e["divergence"] is not None)
     new_v: Counter[str] = Counter()
@@ -78,8 +96,9 @@ def call_text(call: dict[str, Any] | None, show_arguments: bool = False) -> str:
     """``tool(a=1)`` with values, or ``tool(a, b)`` with names only (the default: values are private)."""
     if call is None:
         return "(answered without it)"
-    args = call.get("arguments") or {}
-    inner = ", ".join(f"{k}={v!r}" for k, v in args.items()) if show_arguments else ", ".join(args)
+    args = call.get("arguments")
+    inner = ", ".join(f"{k}={v!r}" for k, v in args.items()) if show_arguments and args is not None \
+        else ", ".join(call.get("argument_names") or args or ())
     return f"{call['tool']}({inner})"
 
 
