@@ -31,7 +31,7 @@ STAGES = [
     ["guard"],
     ["processor"],
     ["zero_code", "replay", "scoring"],
-    ["receiver"],
+    ["receiver", "rerun"],  # doors built on replay's readers (and, for rerun, the processor)
     ["cli"],
     ["legacy"],  # old module paths, for one release: imports nothing, by name only
     ["__init__", "__main__"],

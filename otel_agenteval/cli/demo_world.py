@@ -55,6 +55,16 @@ class ToolFailure(Exception):
     pass
 
 
+def _user_message(intent: str, write_args: dict[str, Any], order: str) -> str:
+    """The user's turn, as captured on the agent span (what ``rerun`` feeds a candidate agent)."""
+    text = {
+        "claim": f"Order {order} arrived {write_args.get('reason', '').replace('_', ' ')}: I want to file a claim.",
+        "refund": f"Please refund {write_args.get('amount')} for order {order}.",
+        "address": f"Please send order {order} to {write_args.get('address')}.",
+    }.get(intent, f"Where is my order {order}?")
+    return json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}])
+
+
 class SupportWorld:
     """Drives one run at a time through a tracer; every choice comes from ``rng``."""
 
@@ -66,6 +76,7 @@ class SupportWorld:
         self.conversations: list[tuple[str, str, dict[str, Any]]] = []  # (id, intent, write args)
         self.n = 0
         self.trials: dict[str, int] = {}  # per intent: runs are trials of a case (agenteval.case.id)
+        self.order = ""  # the order the current run is about
 
     # --- time ---------------------------------------------------------------------------------
     def _advance(self, lo: float, hi: float) -> int:
@@ -148,6 +159,7 @@ class SupportWorld:
         if crashed:
             root.set_status(Status(StatusCode.ERROR, "agent run failed"))
             result.anomalies.append("crash")
+        root.set_attribute("gen_ai.input.messages", _user_message(intent, write_args, self.order))
         root.end(end_time=self._advance(0.01, 0.1))
         self.clock += int(rng.uniform(0.5, 3) * 1e9)  # think time between runs
         return result
@@ -155,7 +167,7 @@ class SupportWorld:
     def _script(self, agent: str, model: str, conv: str, intent: str, write_args: dict[str, Any],
                 r: Run, follow_up: bool) -> int:
         rng = self.rng
-        order = write_args.get("order_id", str(rng.randint(10000, 99999)))
+        order = self.order = write_args.get("order_id", str(rng.randint(10000, 99999)))
         turn = 0
 
         def step(name: str, args: dict[str, Any], fail: str | None = None, result: Any = None) -> bool:

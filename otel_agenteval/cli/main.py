@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "init": "otel_agenteval.cli.init",
     "serve": "otel_agenteval.cli.serve",
     "agreement": "otel_agenteval.judging.agreement_command",  # the judge's command lives with the judge
+    "rerun": "otel_agenteval.cli.rerun",
 }
 
 

@@ -238,3 +238,4 @@ def _write_case(case: dict[str, Any], out: TextIO, cap: int, n: int) -> None:
 
 def labels_title(labels: Sequence[str]) -> str:
     return "otel-agenteval score: " + " vs ".join(labels)
+STYLE = _STYLE  # the page style other reports share (rerun)

@@ -1,0 +1,1 @@
+"""Agents and stubs for the rerun tests, importable as MODULE:CALLABLE (the command's --agent)."""
