@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from .demo import _configure_logging  # same logging as the demo: stderr, quiet unless -v
 
     _configure_logging(args.verbose)
-    summary = RunSummary()
+    summary = RunSummary(outcome_rule=bool(policy.outcome.success_when), priced=bool(policy.pricing))
     table = args.format == "table"
     shown: list[Violation] = []
 
