@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from ..model.summary import RunSummary
 from ..policy.policy import Policy
 from ..processor import TrajectoryProcessor
-from .errors import non_negative, seconds
+from .errors import non_negative, port, seconds
 
 HELP = "Run a simulated customer-support agent through the processor; serve /metrics; print a summary."
 
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=300, help="agent runs to simulate (default 300)")
     p.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     p.add_argument("--policy", help="policy YAML (default: the built-in support policy)")
-    p.add_argument("--port", type=int, default=9464, help="port for /metrics (default 9464)")
+    p.add_argument("--port", type=port, default=9464, help="port for /metrics (default 9464; 0 picks a free one)")
     p.add_argument("--addr", default="127.0.0.1", help="address for /metrics (default 127.0.0.1)")
     p.add_argument("--no-serve", action="store_true", help="do not serve /metrics")
     p.add_argument("--rate", type=non_negative, default=0.0, help="runs per second (default 0: as fast as possible)")

@@ -36,7 +36,7 @@ from ..reading import semconv as sc
 from ..reading.confirmations import Hold, record_confirmation
 from ..reading.spans import FAST_SPANS, attributes_of
 from ..rules import Check, Preview
-from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision
+from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision, log_stopped
 from .holds import Holds
 from .plan import GuardPlan, guarding, plan_for
 
@@ -254,6 +254,8 @@ class Guard:
                                     attributes=attrs).end()
         self._metrics.stopped(t.service_name, t.agent_name, decision.rule or GUARD_ERROR, decision.tool,
                               not decision.allowed)
+        ctx = span.get_span_context()
+        log_stopped(decision, t.agent_name, t.service_name, ctx.trace_id, ctx.span_id, t.conversation_id)
 
     def _failed(self, tool: str, plan: GuardPlan, span: Any) -> Decision:
         closed = plan.fail_closed

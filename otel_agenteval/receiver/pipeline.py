@@ -193,6 +193,8 @@ class Pipeline:
         self.queue.close()
         self._closing = True
         self._wake.set()
+        if self._thread.ident is None:  # never started (a listener could not bind): nothing was taken in
+            return True
         if self._thread.is_alive():
             self._thread.join(timeout)
         if not self.finished.is_set() and not self.lost:
