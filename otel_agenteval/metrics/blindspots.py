@@ -29,6 +29,7 @@ _MAX_KEYS = 4096  # (service, tool) pairs logged and (service, agent) pairs touc
 
 log = product_log()  # structlog as the app set it up; stderr when it did not
 
+
 def checked_tools(tools: Mapping[str, Any] | Iterable[str], success_when: Iterable[str] = ()) -> frozenset[str]:
     """The tools whose checks read arguments: the policy's write, ``requires_confirmation`` and
     ``destructive`` tools (from a mapping of tool policies), and the ``success_when`` tools."""
