@@ -89,3 +89,16 @@ def test_a_stopped_call_writes_one_log_line_to_stderr(capsys: Any) -> None:
     assert "agenteval.blocked: create_claim stopped before it ran: create_claim called again" in line
     assert "rule=duplicate_write" in line and "mode=enforce" in line and "conversation=" in line
     assert "88120" not in line and "conv-secret-1" not in line  # values and ids hashed, as a violation's line
+
+
+@pytest.mark.parametrize("traces_out", [None, "a/directory/with/a/long/name/for/the/recorded/runs.jsonl.gz"])
+def test_the_demo_s_next_hint_keeps_each_comment_apart(traces_out: str | None, tmp_path: Path, capsys: Any) -> None:
+    argv = ["demo", "--runs", "2", "--no-serve"]
+    if traces_out:
+        (tmp_path / traces_out).parent.mkdir(parents=True)
+        argv += ["--traces-out", str(tmp_path / traces_out)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    hint = err[err.index("next:\n") + 6:].splitlines()[:3]
+    assert len(hint) == 3 and all("  # " in line for line in hint), hint
+    assert len({line.index("  # ") for line in hint}) == 1  # the comments in one column

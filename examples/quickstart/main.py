@@ -5,7 +5,7 @@ identical call is a ``duplicate_write`` (severity ``warning`` until a policy dec
 The violation is logged as it is found; then ``/metrics`` is served until Ctrl-C (or ``--seconds``).
 
     python examples/quickstart/main.py &
-    curl -s --retry 10 --retry-connrefused --retry-delay 1 http://127.0.0.1:9464/metrics | grep duplicate_write
+    curl -s --retry 10 --retry-connrefused --retry-delay 1 http://127.0.0.1:9464/metrics | grep 'violations_total{.*duplicate_write.*create_claim'
 """
 
 from __future__ import annotations

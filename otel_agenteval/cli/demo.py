@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
     old = signal.signal(signal.SIGTERM, _stop)
     world = SupportWorld(tracer, random.Random(args.seed), time.time_ns(), processor.guard(tracer_provider=provider))
-    progress = _Progress(args.runs, enabled=not args.quiet and args.format == "table")
+    # --forever has no total: "runs 311", not "runs 311/300"
+    progress = _Progress(0 if args.forever else args.runs, enabled=not args.quiet and args.format == "table")
     done = 0
     t0 = time.monotonic()
     try:
@@ -127,10 +128,11 @@ def next_steps(traces: str | None) -> str:
     runs = traces or "runs.jsonl.gz"
     record = (f"otel-agenteval demo --runs 200 --no-serve --traces-out {runs}" if not traces
               else f"ls -l {runs}")
-    return ("\nnext:\n"
-            f"  {record:<66}# {'record some runs' if not traces else 'the runs just recorded'}\n"
-            f"  {'otel-agenteval init --from ' + runs + ' -o agenteval.yaml':<66}# a starter policy from them\n"
-            f"  {'otel-agenteval replay ' + runs + ' --policy agenteval.yaml':<66}# check the runs against it")
+    steps = [(record, "record some runs" if not traces else "the runs just recorded"),
+             (f"otel-agenteval init --from {runs} -o agenteval.yaml", "a starter policy from them"),
+             (f"otel-agenteval replay {runs} --policy agenteval.yaml", "check the runs against it")]
+    width = max(66, *(len(command) + 2 for command, _ in steps))  # a long path never runs into its comment
+    return "\nnext:\n" + "\n".join(f"  {command:<{width}}# {comment}" for command, comment in steps)
 
 
 def _wait_for_interrupt() -> None:
