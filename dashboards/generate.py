@@ -269,6 +269,28 @@ def overview() -> dash.Dashboard:
                         q(f"sum by (tool, agent_name) (rate(agenteval_loops_total{_sel()}[{RI}]))",
                           "{{tool}} · {{agent_name}}"), w=8, h=8)))
 
+    # --- the judge: a sample of runs scored beside the rules; informs, never gates ----------------------
+    d = (d.with_row(dash.Row("Judge"))
+         .with_panel(ts("Judge score by dimension: p50 / p10",
+                        "The judge's scores (0 worst, 1 best) of the sampled runs, by dimension. A dimension's "
+                        "score is trusted only with a recorded agreement with people (docs/judge.md).", "short",
+                        q(f"histogram_quantile(0.5, sum by (le, dimension) (rate(agenteval_judge_score_bucket[{RI}])))",
+                          "p50 {{dimension}}", "A"),
+                        q(f"histogram_quantile(0.1, sum by (le, dimension) (rate(agenteval_judge_score_bucket[{RI}])))",
+                          "p10 {{dimension}}", "B"), w=8, h=8))
+         .with_panel(ts("Judgements/s by dimension and label", "Judgements made per second, by the judge's label.",
+                        "short", q(f"sum by (dimension, label) (rate(agenteval_judge_judged_total[{RI}]))",
+                                   "{{dimension}}: {{label}}"), w=8, h=8, stack=True))
+         .with_panel(ts("Judge: sampled, dropped, timed out, failed",
+                        "Runs sampled for the judge (by trace id, or flagged by a critical finding), and what never "
+                        "became a judgement: dropped (queue full, shutdown), timed out, failed.", "short",
+                        q(f"sum by (reason) (rate(agenteval_judge_sampled_total[{RI}]))", "sampled: {{reason}}", "A"),
+                        q(f"sum by (reason) (rate(agenteval_judge_dropped_total[{RI}]))", "dropped: {{reason}}", "B"),
+                        q(f"sum by (dimension) (rate(agenteval_judge_timeouts_total[{RI}]))",
+                          "timed out: {{dimension}}", "C"),
+                        q(f"sum by (reason) (rate(agenteval_judge_errors_total[{RI}]))", "failed: {{reason}}", "D"),
+                        w=8, h=8)))
+
     # --- the monitor itself ------------------------------------------------------------------------------
     d = (d.with_row(dash.Row("Monitor health"))
          .with_panel(ts("Scrape target up", f"up of the {JOB} scrape job, per instance.", "short",

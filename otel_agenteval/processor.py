@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
     from .engine.handoff import Handoff
     from .guard.guard import Guard
+    from .judging.result import Judge, Judgement
+    from .judging.sink import JudgeSink
 
 
 class TrajectoryProcessor(SpanProcessor):
@@ -50,6 +52,9 @@ class TrajectoryProcessor(SpanProcessor):
     emits each violation as a ``gen_ai.evaluation.result`` log record on the offending span.
     ``meter_provider`` records every metric through OpenTelemetry too (the GenAI agent metrics and
     ``agenteval.*``; see :mod:`.otel_metrics`).
+
+    ``judge`` (a callable ``trajectory -> JudgeResult``; default the policy's ``judge.endpoint``)
+    scores the runs the policy's ``judge`` section samples, on threads of its own: see docs/judge.md.
     """
 
     def __init__(
@@ -66,12 +71,22 @@ class TrajectoryProcessor(SpanProcessor):
         max_queue_size: int = 8192,
         logger_provider: LoggerProvider | None = None,
         meter_provider: MeterProvider | None = None,
+        judge: Judge | None = None,
+        on_judgement: Iterable[Callable[[Judgement], None]] = (),
     ) -> None:
         self.finalise_on_flush = finalise_on_flush
         self.policy = policy if policy is not None else Policy()
         # findings as gen_ai.evaluation.result log records on the trace (metrics/evaluation_events.py)
-        on_violation, on_trajectory = with_events(for_policy(self.policy, logger_provider), on_violation,
-                                                  on_trajectory)
+        events = for_policy(self.policy, logger_provider)
+        on_violation, on_trajectory = with_events(events, on_violation, on_trajectory)
+        self.judging: JudgeSink | None = None  # the sampled judge (policy judge:), on its own threads
+        if self.policy.judge.enabled:
+            from .judging.sink import judging_for  # imported when asked for
+
+            self.judging = judging_for(self.policy.judge, judge, registry, events, on_judgement=tuple(on_judgement))
+            if self.judging is not None:
+                on_violation, on_trajectory = ((*on_violation, self.judging.violation),
+                                               (*on_trajectory, self.judging.finished))
         monitor = build_monitor(self.policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
                                 rules=rules, clock=ProcessClock(clock), meter_provider=meter_provider)
         self.engine = monitor.engine
@@ -104,6 +119,8 @@ class TrajectoryProcessor(SpanProcessor):
             self.metrics.after_fork()
             if self._handoff is not None:
                 self._handoff.after_fork()
+            if self.judging is not None:
+                self.judging.queue.after_fork()
         except Exception:
             self.engine.count_error("shutdown")
 
@@ -141,6 +158,8 @@ class TrajectoryProcessor(SpanProcessor):
             if self._handoff is not None:
                 self._handoff.close()  # what is queued is checked first (for a few seconds at most)
             self.engine.close()
+            if self.judging is not None:
+                self.judging.close()  # queued runs get two seconds; the rest are counted dropped
         except Exception:
             self.engine.count_error("shutdown")
 

@@ -118,7 +118,8 @@ def test_agent_queries_honour_both_variables() -> None:
             name, labels = selector
             per_agent = not name.startswith(("agenteval_spans", "agenteval_late", "agenteval_steps_dropped",
                                              "agenteval_processor", "agenteval_open", "agenteval_conversations",
-                                             "agenteval_trajectories_evicted", "agenteval_unread"))
+                                             "agenteval_trajectories_evicted", "agenteval_unread",
+                                             "agenteval_judge"))  # the judge's: by dimension, not agent
             if per_agent:
                 assert 'service_name=~"$service_name"' in labels and 'agent_name=~"$agent_name"' in labels, \
                     (p["title"], expr)
@@ -145,5 +146,13 @@ def test_every_metric_named_is_exported(make_processor: Any) -> None:
         assert guard.check(tool, {"order_id": "1"}, context=trace.set_span_in_context(root)).would_block
     g.end(root, 4)
     exported |= {s.name for family in g.registry.collect() for s in family.samples}
+    # the judge's series: a callable judge on every run
+    from otel_agenteval.judging import JudgeResult
+
+    j: Harness = make_processor("judge: {rate: 1.0, dimensions: {helpfulness: {rubric: r}}}",
+                                judge=lambda t: JudgeResult("helpfulness", 1.0, "pass"))
+    j.run("support", [("lookup_order", {"order_id": "1"})])
+    assert j.processor.judging is not None and j.processor.judging.queue.drain(10)
+    exported |= {s.name for family in j.registry.collect() for s in family.samples}
     named = {m for _, t in _targets(_dashboard()) for m in re.findall(r"\bagenteval_\w+", t["expr"])}
     assert named - exported == set()

@@ -27,6 +27,7 @@ STAGES = [
     ["rules"],
     ["engine"],
     ["metrics"],
+    ["judging"],  # the sampled judge: a sink of finished runs, like the metrics
     ["guard"],
     ["processor"],
     ["zero_code", "replay", "scoring"],

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "check-policy": "otel_agenteval.cli.check_policy",
     "init": "otel_agenteval.cli.init",
     "serve": "otel_agenteval.cli.serve",
+    "agreement": "otel_agenteval.judging.agreement_command",  # the judge's command lives with the judge
 }
 
 

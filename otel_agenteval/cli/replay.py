@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no span read from the input is not an error (default: exit 2, so a job pointed at the wrong file fails)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no rejected-line messages")
     p.add_argument("--verbose", "-v", action="store_true", help="also log each violation to stderr as found")
+    from ..judging.offline import add_arguments as judge_arguments
+
+    judge_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from .demo import _configure_logging  # same logging as the demo: stderr, quiet unless -v
 
     _configure_logging(args.verbose)
+    judging = None
+    if args.judge:  # the policy's judge section, applied to the recorded runs (docs/judge.md)
+        from ..judging.offline import OfflineJudging
+
+        judging = OfflineJudging(policy, args.judge)
     summary = RunSummary(outcome_rule=bool(policy.outcome.success_when), priced=bool(policy.pricing))
     table = args.format == "table"
     shown: list[Violation] = []
@@ -71,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
-                        on_trajectory=[summary.add_trajectory], on_violation=[found],
+                        on_trajectory=[summary.add_trajectory, *([judging.sink.finished] if judging else [])],
+                        on_violation=[found, *([judging.sink.violation] if judging else [])],
                         on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
         progress.clear()
@@ -83,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         progress.clear()
+        if judging is not None:
+            judging.finish()
     counts = result.counts.as_dict()
     empty = no_spans_message(counts)
     if empty and not args.allow_empty:
@@ -97,9 +108,13 @@ def run(args: argparse.Namespace) -> int:
             print()
         print(summary.render_table())
         print(_input_line(counts, extra))
+        if judging is not None:
+            judging.write(args.judgements, "table", sys.stdout)
     else:
         doc: dict[str, Any] = {"violations": [v.model_dump(mode="json") for v in shown],
                                "summary": summary.to_dict(), "input": {**counts, **extra}}
+        if judging is not None:
+            doc["judge"] = judging.write(args.judgements, "json", sys.stdout)
         print(json.dumps(doc, indent=2))
     return 1 if summary.critical else 0
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..judging.offline import add_arguments as judge_arguments
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..policy.policy import Policy
@@ -74,6 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no rejected-line messages or warnings")
     p.add_argument("--verbose", "-v", action="count", default=0,
                    help="table: every run with its reasons and step table (-vv: also log each violation to stderr)")
+    judge_arguments(p)  # --judge, --judgements: the first candidate's runs judged as the policy samples them
 
 
 def _err(msg: str) -> None:
@@ -111,13 +113,20 @@ def run(args: argparse.Namespace) -> int:
     if labels is None:
         return 2
     stores: list[RunStore] = []
+    judging = None
+    if args.judge:
+        from ..judging.offline import OfflineJudging
+
+        judging = OfflineJudging(policy, args.judge)
     try:
-        docs = []
+        docs: list[dict[str, Any]] = []
         for paths in groups:
             stores.append(RunStore(args.show_arguments))
-            got = score_files(paths, cases, policy, mapping, args, stores[-1])
+            got = score_files(paths, cases, policy, mapping, args, stores[-1], None if docs else judging)
             if isinstance(got, int):
                 return got
+            if judging is not None and not docs:
+                got["judge"] = judging.write(args.judgements, "json", sys.stdout)
             docs.append(got)
         if args.output:
             try:
@@ -135,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for store in stores:
             store.close()
+        if judging is not None:
+            judging.sink.close(0)
     return 1 if docs[0]["summary"]["gate"]["failed"] else 0
 
 
@@ -174,6 +185,10 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
         overview.write_overview(doc, out)
         if cmp is not None:
             out.write("\n" + compare.to_table(cmp) + "\n")
+    if "judge" in doc and args.format == "table":
+        from ..judging.offline import table
+
+        out.write("\n" + table(doc["judge"]) + "\n")
 
 
 def _labels(args: argparse.Namespace, groups: list[list[str]]) -> list[str] | None:
@@ -190,7 +205,8 @@ def _labels(args: argparse.Namespace, groups: list[list[str]]) -> list[str] | No
 
 
 def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
-                mapping: dict[str, str] | None, args: argparse.Namespace, store: RunStore) -> dict[str, Any] | int:
+                mapping: dict[str, str] | None, args: argparse.Namespace, store: RunStore,
+                judging: Any = None) -> dict[str, Any] | int:
     """Replay ``paths``, score each run as it finishes and spool its detail to ``store``; build the report."""
     from ..replay import InputError, RejectedInput, replay
     from .replay import _Progress, no_spans_message  # the same bar and check as replay
@@ -236,7 +252,8 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
 
     try:
         got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose > 1,
-                     on_trajectory=[finished], on_violation=[found],
+                     on_trajectory=[finished, *([judging.sink.finished] if judging else [])],
+                     on_violation=[found, *([judging.sink.violation] if judging else [])],
                      on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
         progress.clear()
@@ -247,6 +264,8 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
         _err(str(exc))
         return 2
     progress.clear()
+    if judging is not None:
+        judging.finish()
     if failed:
         _err(f"{len(failed)} runs could not be scored (an internal error; please report it): {failed[0]}")
         return 2

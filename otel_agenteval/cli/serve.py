@@ -147,6 +147,18 @@ def evaluation_logs(endpoint: str | None, policy: Any) -> tuple[Any, EvaluationE
     return provider, EvaluationEvents(provider, runs=out.evaluation_runs, ids_in_clear=out.evaluation_ids_in_clear)
 
 
+def judging_for_serve(policy: Any, events: EvaluationEvents | None) -> tuple[Any, Any]:
+    """The registry and the policy's judge (``None`` when off), whose series go in that registry."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    if not policy.judge.enabled:
+        return registry, None
+    from ..judging.sink import judging_for
+
+    return registry, judging_for(policy.judge, None, registry, events)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..policy.policy import Policy
     from ..receiver.compression import inflaters
@@ -174,7 +186,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         events = evaluation_logs(args.otlp_logs_endpoint, policy)
         on_violation, on_trajectory = with_events(events[1] if events else None, (), (tally,))
-        receiver = Receiver(config, policy, on_violation=on_violation, on_trajectory=on_trajectory)
+        registry, judging = judging_for_serve(policy, events[1] if events else None)
+        if judging is not None:  # the judge's workers: a sampled run is queued, never waited for
+            on_violation, on_trajectory = (*on_violation, judging.violation), (*on_trajectory, judging.finished)
+        receiver = Receiver(config, policy, registry=registry, on_violation=on_violation, on_trajectory=on_trajectory)
     except ConfigError as exc:
         print(f"otel-agenteval serve: {exc}", file=sys.stderr)
         return 2
@@ -206,11 +221,16 @@ def run(args: argparse.Namespace) -> int:
                       "loop": receiver.loop, "gzip": inflaters(), "wal": config.wal_dir,
                       "policy": in_force}), flush=True)
     print(json.dumps({"event": "policy", "policy": in_force}), file=sys.stderr, flush=True)
+    if judging is not None:  # what leaves this process for the judge, said once at start
+        print(json.dumps({"event": "judge", "rate": policy.judge.rate, "dimensions": list(policy.judge.dimensions),
+                          "fields_sent": judging.fields_sent}), file=sys.stderr, flush=True)
     while not stop.wait(1.0):
         pass
     print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,
                       "held_spans": receiver.pipeline.feeder.held_spans}), file=sys.stderr, flush=True)
     receiver.stop(args.drain_timeout, args.shutdown_delay)
+    if judging is not None:
+        judging.close()
     if events is not None:
         events[0].shutdown()  # what the batch holds goes out
     done = receiver.pipeline.finished.is_set()

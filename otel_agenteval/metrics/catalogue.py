@@ -167,6 +167,22 @@ GUARD_ERRORS = Declared("agenteval_guard_errors",
                         "Guard decisions it could not make, by fail closed|open (record: made, not recorded).",
                         ("fail",), otel="agenteval.guard.errors", unit="{error}")
 
+# --- the judge (judging/sink.JudgeSeries, made when the policy's judge section is on) -----------
+JUDGE_SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+JUDGE_SAMPLED = Declared("agenteval_judge_sampled", "Finished runs chosen for the judge, by why (sampled, flagged).",
+                         ("reason",))
+JUDGE_JUDGED = Declared("agenteval_judge_judged", "Judgements made, by dimension and the judge's label.",
+                        ("dimension", "label"))
+JUDGE_SCORE = Declared("agenteval_judge_score", "The judge's scores (0 worst, 1 best), by dimension.",
+                       ("dimension",), "histogram", buckets=JUDGE_SCORE_BUCKETS)
+JUDGE_DROPPED = Declared("agenteval_judge_dropped", "Sampled runs never judged, by reason (queue_full, shutdown).",
+                         ("reason",))
+JUDGE_TIMEOUTS = Declared("agenteval_judge_timeouts", "Judge requests timed out after their retries, by dimension.",
+                          ("dimension",))
+JUDGE_ERRORS = Declared("agenteval_judge_errors", "Judgements that failed (not timeouts), by dimension and reason.",
+                        ("dimension", "reason"))
+JUDGE_QUEUED = Declared("agenteval_judge_queued_runs", "Sampled runs waiting for the judge.", kind="gauge")
+
 # --- serve's receiver (receiver/pipeline.ReceiverMetrics, in the engine's registry) -------------
 RECEIVER_REQUESTS = Declared("agenteval_receiver_requests", "OTLP export requests, by protocol and result.",
                              ("protocol", "result"), otel="agenteval.receiver.requests", unit="{request}")

@@ -89,6 +89,20 @@ class EvaluationEvents:
         span_id = t.root.span_id if t.root is not None else 0
         self._emit(t.trace_id, span_id, SeverityNumber.INFO, "info", attrs)
 
+    def judgement(self, t: Trajectory, name: str, score: float | None, label: str | None, explanation: str,
+                  extra: dict[str, Any]) -> None:
+        """A judge's result on the run's root span (``judging/sink.py``): the dimension as the evaluation's name."""
+        attrs: dict[str, Any] = {NAME: name, EXPLANATION: safe_label(explanation, 2048),
+                                 "gen_ai.agent.name": safe_label(t.agent_name, 256), **extra}
+        if score is not None:
+            attrs[SCORE_VALUE] = score
+        if label is not None:
+            attrs[SCORE_LABEL] = label
+        if t.conversation_id:
+            self._conversation(attrs, t.conversation_id)
+        span_id = t.root.span_id if t.root is not None else 0
+        self._emit(t.trace_id, span_id, SeverityNumber.INFO, "info", attrs)
+
     def _conversation(self, attrs: dict[str, Any], cid: str) -> None:
         if self._ids_in_clear:
             attrs["gen_ai.conversation.id"] = safe_label(cid, 256)

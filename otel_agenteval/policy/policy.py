@@ -17,6 +17,7 @@ from ..model.rule_names import KNOWN_RULES, Severity
 from . import write_verbs
 from .config_file import ConfigError, error_lines, load_yaml, read_text, with_lines
 from .guard_section import GuardPolicy
+from .judge_section import JudgePolicy
 from .sections import (
     DEFAULT_AFFIRM,
     DEFAULT_DENY,
@@ -43,6 +44,7 @@ __all__ = [
     "ConfigError",
     "ConfirmationPolicy",
     "ForbiddenIf",
+    "JudgePolicy",
     "Limits",
     "OutcomePolicy",
     "OutputsPolicy",
@@ -90,6 +92,7 @@ class Policy(BaseModel):
     custom_rules: list[str] = []  # "module:attr", each a rule callable
     infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
     guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard/guard.py)
+    judge: JudgePolicy = JudgePolicy()  # the sampled judge beside the rules (docs/judge.md)
 
     @field_validator("custom_rules")
     @classmethod
