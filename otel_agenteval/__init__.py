@@ -5,7 +5,6 @@ The house, by stage (each imports only the ones before it; docs/architecture.md 
 ``guard``, ``processor`` (and ``zero_code``), ``replay``, ``scoring``, ``receiver``, ``cli``.
 """
 
-from . import legacy
 from .guard import ActionBlocked, Decision, Guard
 from .model.trajectory import LLMCall, ToolStep, Trajectory
 from .model.violation import Violation
@@ -15,8 +14,6 @@ from .reading.confirmations import record_confirmation
 from .rules import Check, Finish, Rule
 
 __version__ = "0.1.0"
-
-legacy.install()  # the module paths of 0.1 (otel_agenteval.trajectory, ...), for one release
 
 __all__ = [
     "ActionBlocked",

@@ -173,8 +173,9 @@ class TrajectoryProcessor(SpanProcessor):
         if g is None:
             from .guard.guard import Guard  # imported when asked for
 
-            e = self.engine
-            g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), tracer_provider)
+            e, handoff = self.engine, self._handoff
+            g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), tracer_provider,
+                                    settle=handoff.settle if handoff is not None else None)
         return g
 
     def stats(self) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def loopback_config(shipped: Path, backends: list[str], grpc_port: int, http_por
     out["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"] = f"127.0.0.1:{grpc_port}"
     out["receivers"]["otlp"]["protocols"]["http"]["endpoint"] = f"127.0.0.1:{http_port}"
     out["extensions"]["health_check"]["endpoint"] = f"127.0.0.1:{health_port}"
-    out["exporters"]["loadbalancing"]["resolver"] = {"static": {"hostnames": backends}}
+    out["exporters"]["load_balancing"]["resolver"] = {"static": {"hostnames": backends}}
     out["service"]["telemetry"] = {"metrics": {"readers": [{"pull": {"exporter": {"prometheus": {
         "host": "127.0.0.1", "port": metrics_port}}}}]}}
     return out

@@ -176,13 +176,13 @@ def _serve_args(argv: list[str]) -> Any:
 
 
 def _lb(config: dict[str, Any]) -> dict[str, Any]:
-    lb = config["exporters"]["loadbalancing"]
+    lb = config["exporters"]["load_balancing"]  # the name the pinned release gives it (not the old alias)
     assert lb["routing_key"] == "traceID"
     assert lb["sending_queue"]["enabled"] and lb["retry_on_failure"]["enabled"]
     otlp = lb["protocol"]["otlp"]
     assert otlp["sending_queue"]["enabled"] and otlp["retry_on_failure"]["enabled"]
     assert otlp["headers"]["authorization"] == "Bearer ${env:AGENTEVAL_TOKEN}"
-    assert config["service"]["pipelines"]["traces"]["exporters"] == ["loadbalancing"]
+    assert config["service"]["pipelines"]["traces"]["exporters"] == ["load_balancing"]
     return lb
 
 
@@ -227,7 +227,7 @@ def test_kubernetes_manifests_validate_against_the_schemas() -> None:
 def test_kubernetes_names_ports_and_probes_agree() -> None:
     docs = {(d["kind"], d["metadata"]["name"]): d for d in _kube_docs()}
     assert {d["metadata"].get("namespace", d["metadata"]["name"]) for d in docs.values()} == {"observability"}
-    serve = docs[("Deployment", "agenteval-serve")]
+    serve = docs[("StatefulSet", "agenteval-serve")]
     pod = serve["spec"]["template"]
     (container,) = pod["spec"]["containers"]
     args = _serve_args(container["args"])
@@ -240,7 +240,7 @@ def test_kubernetes_names_ports_and_probes_agree() -> None:
     # SIGTERM: the shutdown delay and the drain fit in the grace period
     assert args.shutdown_delay + args.drain_timeout < pod["spec"]["terminationGracePeriodSeconds"]
     assert serve["spec"]["replicas"] >= 2
-    (mount,) = container["volumeMounts"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] != "wal"]
     assert args.policy.startswith(mount["mountPath"] + "/")
     (volume,) = pod["spec"]["volumes"]
     policy_map = docs[("ConfigMap", volume["configMap"]["name"])]
@@ -250,6 +250,7 @@ def test_kubernetes_names_ports_and_probes_agree() -> None:
     labels = pod["metadata"]["labels"]
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(args.metrics_port)
     headless = docs[("Service", "agenteval-serve-headless")]
+    assert serve["spec"]["serviceName"] == headless["metadata"]["name"]
     assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["selector"] == labels
     assert headless["spec"]["publishNotReadyAddresses"] is False
     assert {p["targetPort"] for p in headless["spec"]["ports"]} <= set(ports)
@@ -270,3 +271,56 @@ def test_kubernetes_names_ports_and_probes_agree() -> None:
     secret_refs = {e["valueFrom"]["secretKeyRef"]["name"] for c in (container, collector["containers"][0])
                    for e in c["env"]}
     assert secret_refs == {"agenteval-token"}
+
+
+# --- every replica keeps a write-ahead log on a volume of its own (docs/serve.md#durability) ----------
+def test_every_compose_replica_logs_to_a_volume_of_its_own(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    replicas = sorted(n for n in services if n.startswith("agenteval-serve-"))
+    volumes = []
+    for name in replicas:
+        args = _serve_args(_service_args(compose, name))
+        assert args.wal_dir, f"{name}: serve without --wal-dir loses what it acknowledged when killed"
+        (source,) = [s for s, t in _mounts(services[name]) if t == args.wal_dir]
+        assert source in compose["volumes"], f"{name}: --wal-dir {args.wal_dir} is not on a named volume"
+        volumes.append(source)
+    assert len(set(volumes)) == len(replicas) == 2  # one writer per log
+
+
+def test_every_kubernetes_replica_logs_to_a_volume_of_its_own() -> None:
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _kube_docs()}
+    serve = docs[("StatefulSet", "agenteval-serve")]
+    (container,) = serve["spec"]["template"]["spec"]["containers"]
+    args = _serve_args(container["args"])
+    assert args.wal_dir, "serve without --wal-dir loses what it acknowledged when killed"
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == args.wal_dir]
+    assert not mount.get("readOnly")
+    (claim,) = [c for c in serve["spec"]["volumeClaimTemplates"] if c["metadata"]["name"] == mount["name"]]
+    size = claim["spec"]["resources"]["requests"]["storage"]
+    assert size.endswith("Gi") and int(size[:-2]) * 2**30 >= args.wal_max_bytes + 16 * 2**20  # plus a segment
+    assert serve["spec"]["template"]["spec"]["securityContext"]["fsGroup"] == 65534  # writable by the user
+    assert "Deployment" not in {kind for kind, name in docs if name == "agenteval-serve"}
+
+
+# --- the Collector release: pinned once, where CI builds it ------------------------------------------
+def _pinned_collector_release() -> str:
+    config = _yaml(ROOT / ".ci" / "collector" / "builder-config.yaml")
+    release: str = config["dist"]["version"].removesuffix("-agenteval")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", release), release
+    return release
+
+
+def test_deploy_runs_the_collector_release_ci_builds_and_validates() -> None:
+    release = _pinned_collector_release()
+    images = []
+    for path in sorted(DEPLOY.rglob("*.y*ml")):
+        for m in re.finditer(r"image:\s*(otel/opentelemetry-collector[\w-]*):(\S+)", path.read_text()):
+            images.append((path.relative_to(ROOT).as_posix(), m.group(1), m.group(2)))
+    assert {p for p, *_ in images} == {"deploy/compose.yaml", "deploy/kubernetes/collector.yaml"}
+    assert [(p, tag) for p, _, tag in images if tag != release] == [], \
+        f"the Collector in deploy/ must be {release}, the release .ci/collector/builder-config.yaml pins"
+    for path in sorted((DEPLOY / "collector").glob("*.yaml")):  # the builder config: every module at it
+        assert "loadbalancing:" not in path.read_text(), f"{path.name}: the {release} name is load_balancing"
+    builder = (ROOT / ".ci" / "collector" / "builder-config.yaml").read_text()
+    contrib = re.findall(r"opentelemetry-collector-contrib/\S+ v(\S+)", builder)
+    assert contrib and set(contrib) == {release}

@@ -33,7 +33,6 @@ STAGES = [
     ["zero_code", "replay", "scoring"],
     ["receiver", "rerun"],  # doors built on replay's readers (and, for rerun, the processor)
     ["cli"],
-    ["legacy"],  # old module paths, for one release: imports nothing, by name only
     ["__init__", "__main__"],
 ]
 RANK = {name: rank for rank, names in enumerate(STAGES) for name in names}
@@ -144,35 +143,22 @@ def test_the_module_diagram_in_the_docs_is_the_codes() -> None:
     assert in_doc(DOC.read_text()) == block(), "run: python .ci/module_diagram.py --write"
 
 
-def test_the_module_paths_of_0_1_still_import_with_a_warning() -> None:
-    """An old path is the module at its new home (one object), with a DeprecationWarning naming it."""
+def test_only_the_stage_paths_import() -> None:
+    """The 0.1 module paths (a release never published) are gone: no alias, no import hook; the
+    packages keep their public names."""
     code = r"""
-import importlib, warnings
+import importlib, sys
 import otel_agenteval
-from otel_agenteval.legacy import MOVED
-warnings.simplefilter("error")
-import otel_agenteval.model.trajectory as new
-try:
-    import otel_agenteval.trajectory
-except DeprecationWarning as w:
-    assert "otel_agenteval.model.trajectory" in str(w), w
-else:
-    raise SystemExit("no warning")
-warnings.simplefilter("ignore")
-from otel_agenteval.trajectory import Trajectory
-assert Trajectory is new.Trajectory
-from otel_agenteval.hooks.plain import guarded
-from otel_agenteval.exposition import serve, wsgi_app
+from otel_agenteval.guard.hooks.plain import guarded
 from otel_agenteval.policy import Policy, ToolPolicy
 from otel_agenteval.guard import Guard, default_guard
-for old, moved_to in MOVED.items():
-    assert importlib.import_module("otel_agenteval." + old) is importlib.import_module("otel_agenteval." + moved_to), old
-try:
-    import otel_agenteval.no_such_module
-except ModuleNotFoundError:
-    pass
-else:
-    raise SystemExit("a path never there imported")
+for old in ("trajectory", "exposition", "hooks.plain", "violation", "no_such_module"):
+    try:
+        importlib.import_module("otel_agenteval." + old)
+    except ModuleNotFoundError:
+        continue
+    raise SystemExit("otel_agenteval." + old + " still imports")
+assert not [f for f in sys.meta_path if type(f).__module__.startswith("otel_agenteval")], sys.meta_path
 print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

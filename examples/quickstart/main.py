@@ -5,7 +5,7 @@ identical call is a ``duplicate_write`` (severity ``warning`` until a policy dec
 The violation is logged as it is found; then ``/metrics`` is served until Ctrl-C (or ``--seconds``).
 
     python examples/quickstart/main.py &
-    curl -s --retry 10 --retry-connrefused --retry-delay 1 http://127.0.0.1:9464/metrics | grep duplicate_write
+    curl -s --retry 10 --retry-connrefused --retry-delay 1 http://127.0.0.1:9464/metrics | grep 'violations_total{.*duplicate_write.*create_claim'
 """
 
 from __future__ import annotations
@@ -45,7 +45,11 @@ with tracer.start_as_current_span("invoke_agent support", attributes={
     call_tool("create_claim", {"order_id": "88120", "reason": "damaged"})
     call_tool("create_claim", {"reason": "damaged", "order_id": "88120"})  # the model filed it again
 
-server = serve(args.port)
+try:
+    server = serve(args.port)
+except OSError as exc:  # the port is taken (an earlier run still going?): say so, no traceback
+    raise SystemExit(f"quickstart: cannot serve /metrics on 127.0.0.1:{args.port}: {exc.strerror or exc} "
+                     "(stop the other process, or pass --port)") from None
 print(f"metrics on {server.url}; Ctrl-C to stop", flush=True)
 with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop quietly
     time.sleep(args.seconds)

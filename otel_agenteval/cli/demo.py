@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from ..model.summary import RunSummary
 from ..policy.policy import Policy
 from ..processor import TrajectoryProcessor
-from .errors import non_negative, seconds
+from .errors import non_negative, port, seconds
 
 HELP = "Run a simulated customer-support agent through the processor; serve /metrics; print a summary."
 
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=300, help="agent runs to simulate (default 300)")
     p.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     p.add_argument("--policy", help="policy YAML (default: the built-in support policy)")
-    p.add_argument("--port", type=int, default=9464, help="port for /metrics (default 9464)")
+    p.add_argument("--port", type=port, default=9464, help="port for /metrics (default 9464; 0 picks a free one)")
     p.add_argument("--addr", default="127.0.0.1", help="address for /metrics (default 127.0.0.1)")
     p.add_argument("--no-serve", action="store_true", help="do not serve /metrics")
     p.add_argument("--rate", type=non_negative, default=0.0, help="runs per second (default 0: as fast as possible)")
@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
     old = signal.signal(signal.SIGTERM, _stop)
     world = SupportWorld(tracer, random.Random(args.seed), time.time_ns(), processor.guard(tracer_provider=provider))
-    progress = _Progress(args.runs, enabled=not args.quiet and args.format == "table")
+    # --forever has no total: "runs 311", not "runs 311/300"
+    progress = _Progress(0 if args.forever else args.runs, enabled=not args.quiet and args.format == "table")
     done = 0
     t0 = time.monotonic()
     try:
@@ -127,10 +128,11 @@ def next_steps(traces: str | None) -> str:
     runs = traces or "runs.jsonl.gz"
     record = (f"otel-agenteval demo --runs 200 --no-serve --traces-out {runs}" if not traces
               else f"ls -l {runs}")
-    return ("\nnext:\n"
-            f"  {record:<66}# {'record some runs' if not traces else 'the runs just recorded'}\n"
-            f"  {'otel-agenteval init --from ' + runs + ' -o agenteval.yaml':<66}# a starter policy from them\n"
-            f"  {'otel-agenteval replay ' + runs + ' --policy agenteval.yaml':<66}# check the runs against it")
+    steps = [(record, "record some runs" if not traces else "the runs just recorded"),
+             (f"otel-agenteval init --from {runs} -o agenteval.yaml", "a starter policy from them"),
+             (f"otel-agenteval replay {runs} --policy agenteval.yaml", "check the runs against it")]
+    width = max(66, *(len(command) + 2 for command, _ in steps))  # a long path never runs into its comment
+    return "\nnext:\n" + "\n".join(f"  {command:<{width}}# {comment}" for command, comment in steps)
 
 
 def _wait_for_interrupt() -> None:

@@ -92,6 +92,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def port(text: str) -> int:
+    """argparse type: a TCP port, 0..65535 (0 picks a free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text}: a port is 0..65535 (0 picks a free one)")
+    return value
+
+
 def positive_seconds(text: str) -> float:
     """argparse type: like :func:`seconds`, and > 0."""
     value = seconds(text)

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         from ..judging.offline import OfflineJudging
 
         judging = OfflineJudging(policy, args.judge)
-    summary = RunSummary()
+    summary = RunSummary(outcome_rule=bool(policy.outcome.success_when), priced=bool(policy.pricing))
     table = args.format == "table"
     shown: list[Violation] = []
 

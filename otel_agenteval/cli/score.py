@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("traces", nargs="+", metavar="TRACES", help="trace files (any format replay reads)")
     p.add_argument("--cases", required=True, help="cases file: YAML, or ADK/agentevals EvalSet JSON")
-    p.add_argument("--policy", help="policy YAML: which tools write, which rules run (default: none)")
+    p.add_argument("--policy", help="policy YAML: which tools write, which rules run (default: none, writes "
+                                    "inferred from tool names, as replay does)")
     p.add_argument("--match", type=str.lower, choices=ORDERS, metavar="{" + ",".join(ORDERS) + "}",
                    help="one order rule for every case and alternative (default: each case's own)")
     p.add_argument("--max-steps-factor", type=float, default=DEFAULT_STEPS_FACTOR, metavar="F",
@@ -98,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases, by_tool, order=args.match, steps_factor=args.max_steps_factor)
     mapping = load_mapping(args.mapping) if args.mapping else None
     if not args.policy and not args.quiet:
-        _err("no --policy: no tool counts as a write, so duplicate writes are not checked")
+        _err("no --policy: writes inferred from tool names, as replay does (create_*, issue_*, ...: their "
+             "duplicates are warnings; docs/rules.md); --policy declares them")
     from .demo import _configure_logging  # same logging as demo and replay: stderr, quiet unless -v
 
     _configure_logging(args.verbose > 1)

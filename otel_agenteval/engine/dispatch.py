@@ -13,8 +13,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any, Final
 
-import structlog
-
+from ..model.product_log import product_log
 from ..model.trajectory import NO_LIMITS, Limits, LLMCall, ToolStep, Trajectory
 from ..model.violation import Violation
 from ..policy.policy import Budget, Policy, PolicyError
@@ -26,7 +25,7 @@ from .threadstate import enter, leave
 _INF: Final = float("inf")
 MAX_PLANS: Final = 4096  # tool names come from models: plans kept for this many
 MAX_INFERRED_LOGGED: Final = 64  # inferred write tools named in the log, once each; then one line says so
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
 
 
 

@@ -2,9 +2,8 @@
 
 In process, :meth:`Engine.start` + :meth:`Engine.end` route each span to its run through its
 parent; recorded traces use :meth:`Engine.end` alone, runs keyed by trace, finalised when the
-trace's local root ends. The lock guards only the store and run creation, never user code; a
-run's events are applied by one thread at a time (docs/architecture.md, "Locking model").
-"""
+trace's local root ends. The lock guards only the store and run creation, never user code; a run's
+events are applied by one thread at a time (docs/architecture.md, "Locking model")."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from .assemble import Assembler
 from .dispatch import Dispatch, load_custom_rules
 from .errors import caught
 from .events import RunEvents
-from .routing import Arrival, Run, name_at_start
+from .routing import Arrival, Run, name_at_start, outer_context
 from .self_stats import SpanCounts, new_stats, read_stats
 from .sinks import FinishSink, Sink, Sinks
 from .store import ProcessClock, SpanClock, Store
@@ -90,9 +89,9 @@ class Engine:
                 agent = extract.is_agent_at_start(span) if op is None else False
                 # an OpenInference tool span may wrap the framework's own span of the same call
                 tool = op is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL
-            if run is None or (agent and not run.is_agent):
-                # a local root, or the outermost agent span under a non-agent root
-                run = Run(ctx[1], ctx[0], span._start_time or 0, self._services.of(span))
+            if run is None or (agent and not run.is_agent):  # a local root, or an agent run under a non-agent root
+                outer = outer_context(run, parent_context, routes)  # what it inherits: a case id
+                run = Run(ctx[1], ctx[0], span._start_time or 0, self._services.of(span), outer)
                 if attrs or type(a) is _BOUNDED:
                     run.attributes = attrs  # the span's own dict: complete once it ends, nothing copied
                 if agent:
@@ -100,6 +99,8 @@ class Engine:
                     name_at_start(run, span, attrs, True, self._dispatch)
             elif agent:
                 name_at_start(run, span, attrs, False, self._dispatch)
+            elif not run.is_agent and (sc.AE_CASE_ID in attrs or sc.AGENTEVALS_CASE_ID in attrs):
+                run.names_case(ctx[1], attrs)  # a span around the agent runs to come names their case
             if tool:
                 run.open_tool(ctx[1], attrs)
             routes[ctx[1]] = run  # a dict write is atomic: no lock

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 
-import structlog
+from ..model.product_log import product_log
 
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
 
 
 def caught(errors: dict[str, int], stage: str) -> None:

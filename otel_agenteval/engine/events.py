@@ -86,7 +86,7 @@ class RunEvents:
             agent = run.agent_name or "unknown"
             t = Trajectory(key=run.key, trace_id=run.trace_id, service_name=run.service, started_ns=start,
                            agent_name=agent, last_seen_ns=start, limits=self.dispatch.limits_for(agent),
-                           root_attributes=run.attributes)
+                           root_attributes=run.attributes, outer_attributes=run.outer)
             run.traj = t
             cid = run.attributes.get(sc.CONVERSATION_ID) or run.attributes.get(sc.OI_SESSION_ID)
             with self.store.lock:

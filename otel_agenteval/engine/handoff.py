@@ -14,6 +14,10 @@ nothing for :data:`STALL_S` (it is inside a slow rule or callback) or after :dat
 :data:`SHUTDOWN_DRAIN_S` and counts the rest (``shutdown_timeout``), so a backlog behind a slow
 rule never holds up the app's exit. A forked child starts with an empty queue and a consumer of
 its own, as ``BatchSpanProcessor`` does.
+
+The guard asks :meth:`Handoff.settle` before it decides: when span ends are queued or being
+applied, it waits (for up to :data:`SETTLE_S`) until they are, so a call is decided on everything
+ended before it, as inline. With nothing queued it costs two attribute reads.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from .threadstate import in_monitor
 SHUTDOWN_DRAIN_S = 5.0  # how long shutdown() checks what is still queued
 STALL_S = 0.02  # a full queue: the consumer applied nothing for this long -> drop, do not wait
 MAX_WAIT_S = 1.0  # a full queue: the longest a span's end waits for room
+SETTLE_S = 1.0  # the longest the guard waits for the span ends queued before its call
 
 
 class _Flush:
@@ -51,6 +56,7 @@ class Handoff:
         self._room = threading.Condition(threading.Lock())  # a full queue's waiters, told of room
         self._waiters = 0
         self._applied = 0  # spans the consumer has applied (progress, for the waiters)
+        self._busy = False  # the consumer is applying what it found queued (set before it takes any)
         self._stopping = False
         self._deadline = 0.0  # once stopping: past this (monotonic), what is queued is counted, not checked
         self._thread: threading.Thread | None = None
@@ -101,6 +107,7 @@ class Handoff:
     def _consume(self) -> None:
         queue, wake, end, room = self._queue, self._wake, self._engine.end, self._room
         while True:
+            self._busy = True  # before the first pop: settle() sees a span either queued or being applied
             while queue:
                 item = queue.popleft()
                 try:
@@ -116,6 +123,7 @@ class Handoff:
                         room.notify()
                 if self._stopping and time.monotonic() > self._deadline:
                     self._give_up()
+            self._busy = False  # after the last span taken was applied
             if self._stopping:
                 return
             wake.clear()
@@ -131,6 +139,17 @@ class Handoff:
         self._queue.append(mark)  # past the bound: a mark is not a span
         self._wake.set()
         return mark.done.wait(timeout_s)
+
+    def settle(self, timeout_s: float | None = None) -> bool:
+        """Wait until every span end queued before this call has been applied (the guard then sees
+        the runs as it would inline); True at once when none is queued or being applied, False if
+        they were not applied within ``timeout_s`` (default :data:`SETTLE_S`; the consumer is inside a
+        slow rule or callback)."""
+        if not self._queue and not self._busy:
+            return True
+        if threading.current_thread() is self._thread:
+            return True  # asked from a rule or callback on the consumer: what came before is applied
+        return self.flush(SETTLE_S if timeout_s is None else timeout_s)
 
     def _give_up(self) -> None:
         """Shutdown's time is up: what is still queued is counted, not checked."""
@@ -166,5 +185,6 @@ class Handoff:
         self._wake = threading.Event()
         self._room = threading.Condition(threading.Lock())
         self._waiters = 0
+        self._busy = False
         if not self._stopping:
             self._start()

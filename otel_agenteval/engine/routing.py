@@ -9,7 +9,9 @@ if no other thread is applying that run's events, applies them itself (see ``Eng
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Final
+
+from opentelemetry import baggage
 
 from ..model.trajectory import Trajectory
 from ..reading import extract
@@ -20,6 +22,7 @@ from .dispatch import Dispatch
 
 MAX_OPEN_TOOLS = 1024  # open tool spans of one run remembered for merging
 FINISH = "finish"  # an Arrival that finalises the run early (eviction, flush, shutdown)
+CASE_KEYS: Final = (sc.AE_CASE_ID, sc.AGENTEVALS_CASE_ID, sc.AE_TRIAL)  # what a run takes from OTel baggage
 
 
 class Arrival:
@@ -42,10 +45,12 @@ class Arrival:
 class Run:
     """One agent run's place in the engine: its identity, its agent, its trajectory once it has one."""
 
-    __slots__ = ("agent_name", "attributes", "busy", "check", "closed", "done", "inbox", "is_agent", "key", "named",
-                 "nested", "open_tools", "queued_at", "seen_at", "service", "start_ns", "tool_row", "trace_id", "traj")
+    __slots__ = ("agent_name", "attributes", "busy", "case_attributes", "case_span", "check", "closed", "done", "inbox", "is_agent",
+                 "key", "named", "nested", "open_tools", "outer", "queued_at", "seen_at", "service", "start_ns",
+                 "tool_row", "trace_id", "traj")
 
-    def __init__(self, key: int, trace_id: int, start_ns: int, service: str) -> None:
+    def __init__(self, key: int, trace_id: int, start_ns: int, service: str,
+                 outer: list[dict[str, Any]] | None = None) -> None:
         self.key = key  # span id of the key span (in process), or trace id (keyed by trace)
         self.trace_id = trace_id
         self.start_ns = start_ns
@@ -54,6 +59,9 @@ class Run:
         self.named = False  # agent_name came from an explicit attribute
         self.is_agent = False  # the key span was an agent span when it started
         self.attributes: dict[str, Any] = {}  # the root span's own dict (see Engine.start), or a merged copy
+        self.outer = outer  # attributes around the run (an ancestor's, baggage's), nearest first: outer_context
+        self.case_attributes: dict[str, Any] | None = None  # a non-agent run: its last span naming a case id
+        self.case_span = 0  # that span's id (its case holds while it is open)
         self.traj: Trajectory | None = None
         self.check: Check | None = None  # what rules see, made on the first rule call
         self.tool_row: dict[str, list[int]] | None = None  # the engine's call counts of its (service, agent)
@@ -66,6 +74,11 @@ class Run:
         # one tool call recorded by two instrumentations, one span inside the other (AutoGen + OpenInference):
         self.open_tools: dict[int, str] | None = None  # tool span id -> its tool, from its start to its end
         self.nested: dict[int, Any] | None = None  # outer tool span id -> the inner span's step, until it ends
+
+    def names_case(self, span_id: int, attrs: dict[str, Any]) -> None:
+        """A span of this (non-agent) run names a case: agent runs started under it while it is open take it."""
+        self.case_span = span_id
+        self.case_attributes = attrs
 
     def open_tool(self, span_id: int, attrs: dict[str, Any]) -> None:
         """An OpenInference tool span started: one that may wrap the framework's own span of the same
@@ -133,3 +146,29 @@ def name_at_start(run: Run, span: Any, attrs: dict[str, Any], own: bool, dispatc
         guess = guessed_agent_name(span, attrs, own)
         if guess:
             run.rename(guess, False, dispatch.limits_for(guess))
+
+
+def outer_context(outer: Run | None, parent_context: Any, routes: dict[int, Run]) -> list[dict[str, Any]] | None:
+    """What a new run inherits from around it, nearest first (None: nothing): for an agent run
+    under a non-agent root, the last span of that root's tree that named a case (while it is
+    open: in ``routes``), the root's own attributes and what the root inherited; then the case
+    keys of the OTel baggage in ``parent_context`` (default: the current context). Read once per
+    run, never per span."""
+    found: list[dict[str, Any]] = []
+    if outer is not None:
+        if outer.case_attributes is not None and outer.case_span in routes:
+            found.append(outer.case_attributes)
+        if outer.attributes:
+            found.append(outer.attributes)
+        if outer.outer:
+            found.extend(outer.outer)
+    entries = baggage.get_all(parent_context)
+    if entries:
+        picked = {}
+        for key in CASE_KEYS:
+            value = entries.get(key)
+            if value is not None:
+                picked[key] = value
+        if picked:
+            found.append(picked)
+    return found or None

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import structlog
-
+from ..model.product_log import product_log
 from ..model.trajectory import Trajectory, short_hash
 from ..model.violation import Violation
 from ..reading.labels import safe_label
 from .errors import caught
 from .threadstate import enter, leave
 
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
 
 Sink = Callable[[Violation], None]
 FinishSink = Callable[[Trajectory], None]

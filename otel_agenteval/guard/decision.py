@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+from ..model.product_log import product_log
 from ..model.rule_names import Severity
+from ..model.trajectory import short_hash
 from ..model.violation import Violation
 from ..policy.guard_section import GuardMode
+from ..reading.labels import safe_label
 from ..rules.check import Finding, built
 
 # the rules whose findings a confirmation from the user would clear
 CONFIRMATION_RULES = frozenset({"write_without_confirmation", "unauthorized_action"})
 GUARD_ERROR = "guard_error"  # the rule named when the guard could not decide and failed closed
 
+
+log = product_log()  # structlog as the app set it up; stderr when it did not
 
 _FIELDS = ("tool", "allowed", "would_block", "mode", "rule", "severity", "message", "needs_confirmation", "found",
            "warned", "error")
@@ -106,3 +111,20 @@ class ActionBlocked(Exception):  # noqa: N818 - the name users catch reads as wh
 
 
 __all__ = ["CONFIRMATION_RULES", "GUARD_ERROR", "ActionBlocked", "Decision"]
+
+
+def log_stopped(decision: Decision, agent: str, service: str, trace_id: int, span_id: int,
+                conversation_id: str | None) -> None:
+    """One log line for a call the guard stopped (``agenteval.blocked``) or, in ``mode: observe``,
+    would have (``agenteval.would_block``): as a violation's line, ids in hex, the conversation id
+    hashed (:func:`short_hash`), no argument values."""
+    fields: dict[str, Any] = {"rule": decision.rule or GUARD_ERROR, "severity": decision.severity,
+                              "agent": safe_label(agent, 256), "tool": safe_label(decision.tool, 256),
+                              "service_name": safe_label(service, 256), "mode": decision.mode,
+                              "trace_id": f"{trace_id:032x}", "span_id": f"{span_id:016x}"}
+    if conversation_id:
+        fields["conversation"] = short_hash(conversation_id)
+    event = "agenteval.blocked" if not decision.allowed else "agenteval.would_block"
+    message = safe_label(f"{decision.tool} stopped before it ran: {decision.message or decision.rule}", 2048)
+    log.warning(f"{event}: {message}", **fields)
+

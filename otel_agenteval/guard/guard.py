@@ -8,11 +8,18 @@ nothing. What an allowed call will use up (its confirmation, its place as the on
 those arguments) is promised to it (:mod:`.guard_holds`) until the engine records it.
 
 No lock is held while a rule runs; the guard's own lock covers a few dict operations.
+
+With ``background=True`` the span ends the app made before the call may still be queued for the
+processor's consumer thread: ``settle`` (the hand-off's) waits until they are applied, so the
+guard decides on everything the run and its conversation ended before the call, as inline. If
+they are not applied in time (a rule or callback is stuck), the call is decided as a guard error:
+the policy's ``fail`` says which way.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import trace
@@ -29,7 +36,7 @@ from ..reading import semconv as sc
 from ..reading.confirmations import Hold, record_confirmation
 from ..reading.spans import FAST_SPANS, attributes_of
 from ..rules import Check, Preview
-from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision
+from .decision import CONFIRMATION_RULES, GUARD_ERROR, ActionBlocked, Decision, log_stopped
 from .holds import Holds
 from .plan import GuardPlan, guarding, plan_for
 
@@ -44,8 +51,10 @@ class Guard:
     """
 
     def __init__(self, dispatch: Dispatch, store: Store, routes: dict[int, Run], metrics: GuardMetrics,
-                 tracer_provider: trace.TracerProvider | None = None) -> None:
+                 tracer_provider: trace.TracerProvider | None = None,
+                 settle: Callable[[], bool] | None = None) -> None:
         self._dispatch = dispatch
+        self._settle = settle  # background=True: apply the span ends queued before the call first
         self._policy = policy = dispatch.policy
         self._store = store
         self._routes = routes
@@ -69,6 +78,8 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
+            if self._settle is not None and not self._settle():
+                raise TimeoutError("the span ends before the call were not applied in time")
             on_tool_span = _is_tool_span(span, tool)
             decision, run, t = self._decide(tool, arguments, span, on_tool_span, plan)
         except Exception:  # noqa: BLE001 - a broken rule or state: the policy says which way to fail
@@ -86,6 +97,8 @@ class Guard:
         plan = self._plan(tool)
         span = trace.get_current_span(context)
         try:
+            if self._settle is not None and not self._settle():
+                raise TimeoutError("the span ends before the call were not applied in time")
             return self._decide(tool, arguments, span, _is_tool_span(span, tool), plan, promise=False)[0]
         except Exception:  # noqa: BLE001 - as check() would: the policy's way to fail
             return Decision(tool, allowed=not plan.fail_closed or plan.mode == "observe", would_block=plan.fail_closed,
@@ -241,6 +254,8 @@ class Guard:
                                     attributes=attrs).end()
         self._metrics.stopped(t.service_name, t.agent_name, decision.rule or GUARD_ERROR, decision.tool,
                               not decision.allowed)
+        ctx = span.get_span_context()
+        log_stopped(decision, t.agent_name, t.service_name, ctx.trace_id, ctx.span_id, t.conversation_id)
 
     def _failed(self, tool: str, plan: GuardPlan, span: Any) -> Decision:
         closed = plan.fail_closed

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import structlog
 from prometheus_client import CollectorRegistry, Counter
 
+from ..model.product_log import product_log
 from ..model.trajectory import Trajectory
 from ..reading.frameworks import capture_setting
 from .catalogue import UNCHECKED
@@ -27,7 +27,8 @@ NO_TOKEN_USAGE = "no_token_usage"
 LABELS = UNCHECKED.labels
 _MAX_KEYS = 4096  # (service, tool) pairs logged and (service, agent) pairs touched: bounded, like every cache
 
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
+
 
 def checked_tools(tools: Mapping[str, Any] | Iterable[str], success_when: Iterable[str] = ()) -> frozenset[str]:
     """The tools whose checks read arguments: the policy's write, ``requires_confirmation`` and

@@ -20,19 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-import structlog
 from prometheus_client import REGISTRY, CollectorRegistry, make_asgi_app, make_wsgi_app, start_http_server
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Exemplar, Sample
 
+from ..model.product_log import product_log
 from .catalogue import SCRAPE_ERRORS
 
 DEFAULT_PORT = 9464  # the OpenTelemetry Prometheus exporter's port
 DEFAULT_ADDR = "127.0.0.1"
 
 
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
 _warned: set[str] = set()
 
 

@@ -36,7 +36,9 @@ def percentile(values: list[float], q: float) -> float:
 class RunSummary:
     """Collects finished trajectories and violations; renders a table or a dict."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, outcome_rule: bool = True, priced: bool = True) -> None:
+        self.outcome_rule = outcome_rule  # the policy says when a run succeeded (outcome.success_when)
+        self.priced = priced  # the policy has prices (pricing:)
         self.runs = 0
         self.outcomes: Counter[str] = Counter()
         self.steps: Counter[int] = Counter()  # steps -> runs: constant memory for demo --forever
@@ -94,13 +96,17 @@ class RunSummary:
         rows: list[tuple[str, str]] = [("runs, by outcome", str(d["runs"]))]
         for outcome, n in d["outcomes"].items():
             label = "unknown (no outcome on the run's span)" if outcome == "unknown" else outcome
-            rows.append((f"  {label}", f"{n} ({n / max(1, d['runs']):.0%})"))
+            why = " (and no outcome: in the policy)" if outcome == "unknown" and not self.outcome_rule else ""
+            rows.append((f"  {label}", f"{n} ({n / max(1, d['runs']):.0%}){why}"))
         s = d["steps"]
         rows.append(("steps p50 / p95 / max", f"{s['p50']:g} / {s['p95']:g} / {s['max']:g}"))
         rows.append(("LLM calls", str(d["llm_calls_total"])))
         rows.append(("tokens", str(d["tokens_total"])))
         rows.append(("tool errors", str(d["tool_errors"])))
-        rows.append(("cost total", f"${d['cost_total_usd']:.4f}"))
+        unpriced = not d["cost_total_usd"] and d["tokens_total"]
+        rows.append(("cost total", f"${d['cost_total_usd']:.4f}" + (
+            "" if not unpriced else " (no price for these models: pricing: in the policy)" if self.priced
+            else " (no pricing: in the policy)")))
         cps = d["cost_per_success_usd"]
         rows.append(("cost per successful task", "n/a (no success)" if cps is None else f"${cps:.4f}"))
         rows.append(("violations", str(sum(d["violations"].values()))))

@@ -100,6 +100,9 @@ class Trajectory:
     limits: Limits = NO_LIMITS  # the agent's budget, compared inline as events arrive
     succeeded: bool = False  # a policy ``success_when`` tool call succeeded
     state_dropped: int = 0  # entries of bounded per-run maps not kept (writes, repeats)
+    # attributes around the run, nearest first: the local root's and a case-naming ancestor's for an
+    # agent run under a span of the app's own, the case keys of OTel baggage (read them, don't write)
+    outer_attributes: list[dict[str, Any]] = field(default_factory=list)
     _hex: str = field(default="", init=False, repr=False, compare=False)
 
     def __init__(self, key: int, trace_id: int, service_name: str, started_ns: int, agent_name: str = "unknown",
@@ -111,7 +114,7 @@ class Trajectory:
                  writes_failed: dict[tuple[str, str], str] | None = None, budgets_fired: set[str] | None = None,
                  root_attributes: dict[str, Any] | None = None, finished: bool = False, outcome: Outcome = "unknown",
                  extra: dict[str, Any] | None = None, limits: Limits = NO_LIMITS, succeeded: bool = False,
-                 state_dropped: int = 0) -> None:
+                 state_dropped: int = 0, outer_attributes: list[dict[str, Any]] | None = None) -> None:
         self.key = key
         self.trace_id = trace_id
         self.service_name = service_name
@@ -139,6 +142,7 @@ class Trajectory:
         self.limits = limits
         self.succeeded = succeeded
         self.state_dropped = state_dropped
+        self.outer_attributes = [] if outer_attributes is None else outer_attributes
         self._hex = ""
 
     def __reduce__(self) -> tuple[Any, ...]:

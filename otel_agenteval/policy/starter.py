@@ -172,6 +172,7 @@ def render(seen: Observed, existing: dict[str, Any], sources: str) -> tuple[str,
         out.append(f"  # ... and {seen.tools_not_listed} calls of more tools than init lists ({MAX_TOOLS})")
     out += _confirmation(seen, conf_have, added)
     out += _agents(seen, agents_have, added)
+    out += _outcome_and_pricing(seen, existing)
     rest = {k: v for k, v in existing.items() if k not in KNOWN_SECTIONS}
     if rest:
         out += ["", "# kept from the existing policy"]
@@ -223,4 +224,23 @@ def _agents(seen: Observed, have: dict[str, Any], added: list[str]) -> list[str]
         out += [f"    {k}: {_flow(v)}" for k, v in value.items()]
     if seen.agents_not_listed:
         out.append(f"  # ... and {seen.agents_not_listed} runs of more agents than init lists ({MAX_AGENTS})")
+    return out
+
+
+def _outcome_and_pricing(seen: Observed, existing: dict[str, Any]) -> list[str]:
+    """Commented stubs for what the traces cannot tell: when a run succeeded, and model prices
+    (without them replay's outcomes are "unknown" and every run costs $0). Not written over the
+    user's own sections (kept below with the rest)."""
+    out: list[str] = []
+    if "outcome" not in existing:
+        writes = [t for t, _ in sorted(seen.tools.items(), key=lambda kv: -kv[1][0]) if is_inferred_write(t)][:3]
+        out += ["", "# When a run succeeded: a successful call of one of these tools. Without it replay and the",
+                "# metrics call every run's outcome \"unknown\" unless its span says. Uncomment and edit:",
+                "# outcome:",
+                f"#   success_when: {_flow(writes or ['TOOL_THAT_FINISHES_THE_JOB'])}"]
+    if "pricing" not in existing and not seen.everyone.priced:
+        out += ["", "# USD per million tokens, per model name as the spans give it (longest prefix wins).",
+                "# Without it every run costs $0 and cost budgets never fire. Uncomment and edit:",
+                "# pricing:",
+                "#   gpt-4o: {input_per_mtok: 2.50, output_per_mtok: 10.00}"]
     return out

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import structlog
-
+from ..model.product_log import product_log
 from .frameworks import looks_like_agent_work
 from .labels import safe_label
 
@@ -22,7 +21,7 @@ MAX_SCOPES: Final = 64
 UNKNOWN_SCOPE: Final = "unknown"
 OTHER_SCOPE: Final = "other"
 
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
 
 
 def scope_of(span: Any) -> str:

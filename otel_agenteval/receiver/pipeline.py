@@ -187,14 +187,14 @@ class Pipeline:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Close the queue, let the feeder thread drain it and finalise what is held; True when done.
-        When ``timeout`` runs out first, what is left unchecked is counted, logged and kept in
-        :attr:`lost` (the process exits without it)."""
+        """Close the queue, let the feeder thread drain it and finalise what is held; True when done. When
+        ``timeout`` runs out first, what is left unchecked is counted, logged and kept in :attr:`lost`."""
         self.queue.close()
         self._closing = True
         self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        if self._thread.ident is None:  # never started (a listener could not bind): nothing taken in
+            return True
+        self._thread.join(timeout)  # at once when it has ended
         if not self.finished.is_set() and not self.lost:
             self._count_lost(timeout)
         return self.finished.is_set()

@@ -100,6 +100,9 @@ def read_file(path: str | Path, counts: ReadCounts, on_reject: Reject, strict: b
             yield from proto_file(p, f, counts, reject, raw, on_progress)
     except (OSError, EOFError) as exc:  # a truncated gzip and the like: the rest is lost, say so
         reject(f"{p}: read failed after line {counts.lines - lines_before}, rest of file skipped: {exc}")
+    except RecursionError:  # a reader past Python's recursion limit: name the file, not only "input"
+        reject(f"{p}: read failed after line {counts.lines - lines_before}, rest of file skipped: "
+               "input nested too deeply to read")
     finally:
         if raw is not None:
             f.close()
@@ -196,7 +199,11 @@ def _record(data: bytes, where: str, counts: ReadCounts, reject: Callable[[str],
     with gc_paused():
         # an OTLP request (its first key tells) is read typed when it can be; else, or when
         # that gives up, as parsed dicts: the same spans, and the reader that names errors
-        typed = typed_request(data) if typed_request is not None and _OTLP_HEAD in data[:64] else None
+        try:
+            typed = typed_request(data) if typed_request is not None and _OTLP_HEAD in data[:64] else None
+        except RecursionError:
+            reject(f"{where}: not read: a value nested too deeply")
+            return []
         if typed is not None:
             counts.records += 1
             spans = typed

@@ -7,15 +7,14 @@ and says so once in the log.
 
 from __future__ import annotations
 
-import structlog
-
+from ..model.product_log import product_log
 from ..model.trajectory import ToolStep
 from ..model.violation import Violation
 from ..reading.content import messages_of, shows_value
 from ..reading.span_values import result_text
 from .check import Check, Event, applies_to
 
-log = structlog.get_logger("otel_agenteval")
+log = product_log()  # structlog as the app set it up; stderr when it did not
 _warned = False
 MAX_TEXTS = 32
 

@@ -1,7 +1,11 @@
-"""Which case a recorded run belongs to: a root-span attribute, or a trace id -> case id file.
+"""Which case a recorded run belongs to: a span attribute, OTel baggage, or a trace id -> case id file.
 
-Root attributes: ``agenteval.case.id`` (or, for agentevals users, ``agentevals.eval.case.id``)
-and ``agenteval.trial``. The mapping file wins over attributes when both name a case.
+Attributes ``agenteval.case.id`` (or, for agentevals users, ``agentevals.eval.case.id``) and
+``agenteval.trial``, read from the run's own root span first, then from the spans around it,
+nearest first: a framework's agent run inside the app's own span (``with
+tracer.start_as_current_span("case", attributes={"agenteval.case.id": ...}): agent.run_sync(...)``)
+takes that span's case id, and an ancestor between them that names one wins over the local root;
+then from OTel baggage at the run's start (in process). The mapping file wins over all of these.
 """
 
 from __future__ import annotations
@@ -22,17 +26,29 @@ def case_id_of(t: Trajectory, mapping: Mapping[str, str] | None = None) -> str |
         cid = mapping.get(t.trace_hex)
         if cid is not None:
             return cid
-    attrs = t.root_attributes or {}
-    cid = attrs.get(sc.AE_CASE_ID) or attrs.get(sc.AGENTEVALS_CASE_ID)
-    return str(cid) if cid not in (None, "") else None
+    for attrs in _around(t):
+        cid = attrs.get(sc.AE_CASE_ID) or attrs.get(sc.AGENTEVALS_CASE_ID)
+        if cid not in (None, ""):
+            return str(cid)
+    return None
 
 
 def trial_of(t: Trajectory) -> int | None:
-    value = (t.root_attributes or {}).get(sc.AE_TRIAL)
+    """The run's trial number (``agenteval.trial``), from where its case id was read."""
+    value = None
+    for attrs in _around(t):
+        if attrs.get(sc.AE_CASE_ID) or attrs.get(sc.AGENTEVALS_CASE_ID) or sc.AE_TRIAL in attrs:
+            value = attrs.get(sc.AE_TRIAL)
+            break
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def _around(t: Trajectory) -> list[dict[str, Any]]:
+    """The run's root attributes, then those around it, nearest first."""
+    return [t.root_attributes or {}, *(t.outer_attributes or ())]
 
 
 class MappingError(ValueError):

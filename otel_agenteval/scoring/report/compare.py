@@ -1,7 +1,7 @@
 """Two candidates on the same cases, side by side: pass rate, pass^k, cost per success.
 
 Also a PNG of each candidate as a point on the accuracy-cost plane (matplotlib, optional:
-``pip install otel-agenteval[plot]``); without it the table is still printed and the plot is
+``pip install matplotlib``, or ``.[plot]`` from the clone); without it the table is still printed and the plot is
 reported as skipped.
 """
 
@@ -78,7 +78,7 @@ def plot(cmp: dict[str, Any], path: str | Path) -> str | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib is not installed (pip install 'otel-agenteval[plot]')"
+        return "matplotlib is not installed (pip install matplotlib, or pip install '.[plot]' in the clone)"
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     markers = {"regression": "o", "capability": "s"}
     for name, rows in cmp["sets"].items():

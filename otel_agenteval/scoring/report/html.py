@@ -37,6 +37,9 @@ th{background:#f3f4f8}.num{text-align:right;font-variant-numeric:tabular-nums}
 .msg{white-space:pre-wrap;margin:2px 0}.set{margin-left:4px}
 #index ul{padding-left:18px}#index li{margin:3px 0}#index .runs a{text-decoration:none;font-size:12px;padding:0 2px}
 a.fail{color:#b3261e}a.warn{color:#8a5a00}a.pass{color:#1b6e2d}
+#verdict{border:2px solid;border-radius:8px;padding:12px 18px;margin:12px 0 20px}
+#verdict.fail{background:#fde8e6;border-color:#b3261e}#verdict.pass{background:#e6f4e9;border-color:#1b6e2d}
+#verdict .word{font-size:26px;font-weight:700;letter-spacing:.02em}#verdict p{margin:4px 0 0;color:#1d2330}
 .sbs td{min-width:90px}.sbs td.cell{width:45%}.sbs tr.differs td{background:#fff6d6}
 .sbs tr td.better{background:#d9f2de}.sbs tr td.worse{background:#f9dcd9}.sbs .why{font-size:12px;color:#556}
 """
@@ -175,7 +178,10 @@ def write_html(doc: dict[str, Any], out: TextIO, cmp: dict[str, Any] | None = No
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
               "script-src 'unsafe-inline'; img-src data:\">"
               f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>\n")
-    out.write(f'<h1>{_e(title)}</h1><p id="gate" class="{"fail" if gate["failed"] else "pass"}">{_e(gate_line(gate))}</p>\n')
+    verdict = "fail" if gate["failed"] else "pass"  # a banner: the first thing a reader sees
+    word = "FAILED · exit 1" if gate["failed"] else "PASSED · exit 0"
+    out.write(f'<h1>{_e(title)}</h1><div id="verdict" class="{verdict}"><div class="word {verdict}">{word}</div>'
+              f'<p id="gate">{_e(gate_line(gate))}</p></div>\n')
     cases = [c for name in SETS for c in doc["cases"] if c["set"] == name]  # the page's order
     if len(candidates) > 1:
         from .html_compare import side_by_side
