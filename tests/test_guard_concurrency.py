@@ -4,16 +4,20 @@ including two identical writes (or two refunds on one yes) racing inside one run
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from conftest import Harness
-from guard_support import GUARD_POLICY, call
+from guard_support import CLAIM, GUARD_POLICY, call
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Span
 
 from otel_agenteval import Guard
+from otel_agenteval.model.trajectory import ToolStep
+from otel_agenteval.model.violation import Violation
+from otel_agenteval.rules import Check, Event, applies_to, builtin_rules
 
 Make = Callable[..., Harness]
 N = 32
@@ -128,3 +132,46 @@ def test_asyncio(make_processor: Make) -> None:
     assert [d[0] for d in done] == [[ok for *_, ok in conversation(i)] for i in range(N)]
     assert [d[1] for d in done] == [[False, True]] * N
     assert [v.rule for v in h.violations] == []
+
+
+def test_two_identical_writes_checked_inside_one_slow_rule_at_once_only_one_runs(make_processor: Make) -> None:
+    """A guard-capable rule that takes its time (it asks a fraud service): two identical claims of one
+    run are both inside it at once, so each was checked before the other was promised. The promise
+    taken after the rules is what stops the second: exactly one of them runs, every time."""
+    both_inside = threading.Barrier(2)
+    waited: set[int] = set()
+
+    @applies_to((ToolStep,), guard=True)
+    def asks_a_fraud_service(event: Event, check: Check) -> list[Violation] | None:
+        if check.preview is not None and threading.get_ident() not in waited:  # the first look of each thread
+            waited.add(threading.get_ident())
+            both_inside.wait(timeout=10)
+        return None
+
+    h = make_processor(GUARD_POLICY, rules=[*builtin_rules().values(), asks_a_fraud_service])
+    guard = h.processor.guard()
+    root = h.agent("support", at=0, conv="conv-slow")
+    barrier = threading.Barrier(2)
+    out: list[bool] = []
+    twins = [threading.Thread(target=race, args=(h, guard, root, "create_claim", CLAIM, 1, barrier, out))
+             for _ in range(2)]
+    for t in twins:
+        t.start()
+    for t in twins:
+        t.join()
+    h.end(root, 3)
+    assert sorted(out) == [False, True]
+    assert h.value("agenteval_blocked_actions_total", service_name="shop", agent_name="support",
+                   rule="duplicate_write", tool="create_claim") == 1
+    assert [v.rule for v in h.violations] == []  # the stopped twin never ran: no duplicate after the fact
+
+
+def test_threads_with_a_tiny_switch_interval(make_processor: Make) -> None:
+    """test_threads with a thread switch every microsecond: the interleavings inside ``check`` that
+    the default interval (5 ms) almost never makes."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        test_threads(make_processor)
+    finally:
+        sys.setswitchinterval(before)
