@@ -1,0 +1,92 @@
+"""``@guarded`` in observe mode, the roll-out the docs recommend: every call runs (sync and async),
+what enforce mode would have stopped is marked on its span and counted as ``would_block``, and
+the processor reports the same violations after the fact as with no guard at all."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from guard_support import GUARD_POLICY
+from test_guard_hooks import Rig
+
+from otel_agenteval import record_confirmation
+from otel_agenteval.guard.hooks.plain import guarded
+
+OBSERVE = GUARD_POLICY + "guard: {mode: observe}\n"
+CLAIM = {"order_id": "88120", "reason": "damaged"}
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    r = Rig(OBSERVE)
+    yield r
+    r.provider.shutdown()
+
+
+def would_block(rig: Rig) -> dict[tuple[str, str], float]:
+    return {(s.labels["rule"], s.labels["tool"]): s.value for m in rig.registry.collect()
+            if m.name == "agenteval_guard_would_block" for s in m.samples if s.name.endswith("_total")}
+
+
+def decisions(rig: Rig) -> list[str | None]:
+    return [s.attributes.get("agenteval.guard.decision") for s in rig.tool_spans()]
+
+
+def test_observe_mode_sync_every_call_runs_and_what_would_stop_it_is_counted(rig: Rig) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+
+    @guarded("issue_refund", guard=rig.guard, tracer_provider=rig.provider)
+    def issue_refund(order_id: str, amount: int = 25) -> str:
+        ran.append(("issue_refund", {"order_id": order_id, "amount": amount}))
+        return "R-1"
+
+    @guarded("create_claim", guard=rig.guard, on_block="raise", tracer_provider=rig.provider)
+    def create_claim(order_id: str, reason: str) -> str:
+        ran.append(("create_claim", {"order_id": order_id, "reason": reason}))
+        return "CLM-1"
+
+    with rig.agent("conv-o"):
+        got = [issue_refund("88120"),  # unconfirmed: would be stopped
+               create_claim(**CLAIM), create_claim(**CLAIM)]  # the second a duplicate: would be stopped, no raise
+        record_confirmation("issue_refund", {"amount": 25}, tracer=rig.tracer)
+        got.append(issue_refund("77001"))
+    assert got == ["R-1", "CLM-1", "CLM-1", "R-1"]
+    assert [tool for tool, _ in ran] == ["issue_refund", "create_claim", "create_claim", "issue_refund"]
+    assert would_block(rig) == {("write_without_confirmation", "issue_refund"): 1, ("duplicate_write", "create_claim"): 1}
+    assert rig.blocked() == {}
+    assert decisions(rig) == ["would_block", "allowed", "would_block", "allowed"]
+    # the calls ran, so the processor reports them after the fact as it would with no guard
+    assert sorted(v.rule for v in rig.violations) == ["duplicate_write", "write_without_confirmation"]
+    [t] = rig.trajectories
+    assert [(s.tool, s.ok) for s in t.steps] == [("issue_refund", True), ("create_claim", True),
+                                                ("create_claim", True), ("issue_refund", True)]
+
+
+def test_observe_mode_async_every_call_runs_and_what_would_stop_it_is_counted(rig: Rig) -> None:
+    ran: list[str] = []
+
+    @guarded("create_claim", guard=rig.guard, on_block="raise", tracer_provider=rig.provider)
+    async def create_claim(order_id: str, reason: str) -> str:
+        await asyncio.sleep(0)
+        ran.append(order_id)
+        return "CLM-1"
+
+    @guarded("delete_account", guard=rig.guard, tracer_provider=rig.provider)
+    async def delete_account(account: str) -> str:
+        await asyncio.sleep(0)
+        ran.append(account)
+        return "deleted"
+
+    async def main() -> list[str]:
+        with rig.agent("conv-oa"):
+            return [await create_claim(**CLAIM), await create_claim(**CLAIM), await delete_account("A-1")]
+
+    assert asyncio.run(main()) == ["CLM-1", "CLM-1", "deleted"]
+    assert ran == ["88120", "88120", "A-1"]
+    assert would_block(rig) == {("duplicate_write", "create_claim"): 1, ("scope_violation", "delete_account"): 1}
+    assert rig.blocked() == {}
+    assert decisions(rig) == ["allowed", "would_block", "would_block"]
+    assert sorted(v.rule for v in rig.violations) == ["duplicate_write", "scope_violation"]
