@@ -1,6 +1,7 @@
 """``@guarded`` in observe mode, the roll-out the docs recommend: every call runs (sync and async),
 what enforce mode would have stopped is marked on its span and counted as ``would_block``, and
-the processor reports the same violations after the fact as with no guard at all."""
+the processor reports the same violations after the fact as with no guard at all. And what a
+stopped call tells the agent: ask the user only when a yes is all that is missing."""
 
 from __future__ import annotations
 
@@ -90,3 +91,29 @@ def test_observe_mode_async_every_call_runs_and_what_would_stop_it_is_counted(ri
     assert rig.blocked() == {}
     assert decisions(rig) == ["allowed", "would_block", "would_block"]
     assert sorted(v.rule for v in rig.violations) == ["duplicate_write", "scope_violation"]
+
+
+def test_a_call_both_unconfirmed_and_out_of_scope_is_refused_not_offered_for_approval() -> None:
+    """A confirmation is all a support agent's refund misses, so the agent is told to ask the user;
+    the triage agent may not refund at all, so a yes would change nothing: it is told no, and a
+    framework asking ``needs_confirmation`` (the OpenAI Agents SDK's ``needs_approval``) gets False."""
+    rig = Rig(GUARD_POLICY + "  triage:\n    allowed_tools: [lookup_order, ask_user_confirmation]\n")
+    try:
+        @guarded("issue_refund", guard=rig.guard, tracer_provider=rig.provider)
+        def issue_refund(order_id: str, amount: int = 25) -> str:
+            return "R-1"
+
+        with rig.agent("conv-s"):
+            support = issue_refund("88120")
+            support_peek = rig.guard.peek("issue_refund", {"order_id": "88120", "amount": 25})
+        with rig.tracer.start_as_current_span("invoke_agent triage", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage"}):
+            triage = issue_refund("88120")
+            triage_peek = rig.guard.peek("issue_refund", {"order_id": "88120", "amount": 25})
+    finally:
+        rig.provider.shutdown()
+    assert "Ask the user to confirm" in support and support_peek.needs_confirmation
+    assert triage.startswith("Not done: issue_refund was stopped by policy rule")
+    assert "Ask the user to confirm" not in triage
+    assert not triage_peek.needs_confirmation
+    assert sorted(v.rule for v in triage_peek.violations) == ["scope_violation", "write_without_confirmation"]
