@@ -51,17 +51,17 @@ class Mutant:
 
 # which tests answer for a module, by path prefix (the longest prefix wins)
 TESTS: dict[str, tuple[str, ...]] = {
-    "rules/": ("test_rules_core.py", "test_rules_scope.py", "test_rules_confirmation.py", "test_guard.py",
-               "test_inferred_writes.py", "test_guard_hooks_observe.py"),
+    "rules/": ("test_rules_core.py", "test_rules_scope.py", "test_rules_confirmation.py", "test_rules_edges.py",
+               "test_guard.py", "test_guard_concurrency.py", "test_inferred_writes.py", "test_guard_hooks_observe.py"),
     "guard/": ("test_guard.py", "test_guard_concurrency.py", "test_guard_hooks.py", "test_guard_hooks_observe.py"),
     "engine/": ("test_assembly.py", "test_assembly_more.py", "test_rules_core.py", "test_rules_confirmation.py",
-                "test_threads.py", "test_guard.py"),
+                "test_rules_edges.py", "test_threads.py", "test_guard.py"),
     "receiver/wal.py": ("test_wal.py", "test_wal_checkpoint.py", "test_recovery.py"),
     "receiver/durability.py": ("test_wal.py", "test_wal_checkpoint.py", "test_recovery.py"),
     "receiver/decoding.py": ("test_serve_span_times.py", "test_serve_input.py", "test_serve_hostile_bodies.py"),
     "receiver/compression.py": ("test_serve_compression.py", "test_serve_hostile_bodies.py"),
     "replay/live.py": ("test_serve_feeder.py", "test_serve_routing.py", "test_serve.py"),
-    "policy/": ("test_policy.py", "test_check_policy.py", "test_init.py", "test_rules_core.py"),
+    "policy/": ("test_policy.py", "test_check_policy.py", "test_init.py", "test_rules_core.py", "test_rules_edges.py"),
 }
 
 SITES: tuple[Mutant, ...] = (
@@ -166,8 +166,9 @@ SITES: tuple[Mutant, ...] = (
            "a live conversation forgotten: the next turn's duplicate refund unseen"),
     Mutant("engine/store.py", 'text[:64] + "~" + short_hash(text)', "text[:64]",
            "two long conversation ids with one prefix are one conversation"),
-    Mutant("engine/finalise.py", "        if not conf.used:  # a yes given", "        if True:  # a yes given",
-           "a yes used in one turn authorises a write in the next"),
+    # (``if not conf.used`` -> ``if True`` before the carry is equivalent: a used yes is refused where it is read)
+    Mutant("engine/finalise.py", "            confirmations.keep(conv.extra, conf)\n", "            pass\n",
+           "a yes given in one turn does not authorise the write in the next"),
     Mutant("engine/finalise.py", "    for k, v in t.writes_ok.items():\n        if not keep_first(conv.writes_ok, k, v, MAX_CONVERSATION_WRITES):",
            "    for k, v in ():\n        if not keep_first(conv.writes_ok, k, v, MAX_CONVERSATION_WRITES):",
            "a turn's writes are not carried to the conversation"),
@@ -182,8 +183,9 @@ SITES: tuple[Mutant, ...] = (
            "                    pass\n", "a refused write leaves half a record: everything after it is cut at start"),
     Mutant("receiver/wal.py", "f.set_result(OK if ok else DISK)", "f.set_result(OK)",
            "a failed fsync acknowledged"),
-    Mutant("receiver/wal.py", "n = min(n, len(self.segments) - 1)", "n = min(n, len(self.segments))",
-           "the segment being appended to can be dropped"),
+    # (``min(n, len(self.segments) - 1)`` -> ``min(n, len(self.segments))`` is equivalent: callers pass fewer)
+    Mutant("receiver/wal.py", "if seg.size >= self.segment_bytes:", "if seg.size >= 10 * self.segment_bytes:",
+           "segments grow ten times past their size: the log frees space ten times later"),
     Mutant("receiver/wal.py", "if start + length > len(data):", "if start + length >= len(data):",
            "the last record of every segment is cut at start"),
     Mutant("receiver/wal.py", "[self.dir / n for n in names[i + 1:]]", "[self.dir / n for n in names[i + 2:]]",
@@ -260,13 +262,14 @@ def check_sites(root: Path, sites: Sequence[Mutant]) -> list[str]:
     return problems
 
 
-def tests_for(m: Mutant) -> tuple[str, ...]:
+def tests_for(m: Mutant, root: Path = ROOT) -> tuple[str, ...]:
+    """The tests that answer for ``m``'s module, those of them ``root`` has (an older checkout may lack some)."""
     if m.tests:
         return m.tests
     prefix = max((p for p in TESTS if m.module.startswith(p)), key=len, default=None)
     if prefix is None:
         raise BadSite(f"bad site {m.id!r}: no tests mapped to {m.module}")
-    return tuple(f"tests/{t}" for t in TESTS[prefix])
+    return tuple(f"tests/{t}" for t in TESTS[prefix] if (root / "tests" / t).is_file())
 
 
 def copy_tree(root: Path, into: Path) -> None:
@@ -318,15 +321,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=180.0, metavar="SECONDS", help="per mutant (default %(default)s)")
     p.add_argument("--fail-under", type=float, default=0.0, metavar="PCT", help="exit 1 below this overall score")
     p.add_argument("--json", metavar="FILE", help="write the results and scores here")
+    p.add_argument("--match", action="append", default=[], metavar="TEXT",
+                   help="sites whose id (module:first line of the edit) contains TEXT; repeatable")
     p.add_argument("--no-baseline", action="store_true", help="skip the run of the mapped tests on unchanged code")
+    p.add_argument("--root", type=Path, default=ROOT, help="the checkout to mutate (default: this one)")
     args = p.parse_args(argv)
-    sites = [m for m in SITES if not args.only or any(m.module.startswith(o) for o in args.only)]
+    root: Path = args.root.resolve()
+    sites = [m for m in SITES if (not args.only or any(m.module.startswith(o) for o in args.only))
+             and (not args.match or any(t in m.id for t in args.match))]
     if not sites:
-        print(f"mutants: no site matches {args.only}", file=sys.stderr)
+        print(f"mutants: no site matches {args.only + args.match}", file=sys.stderr)
         return 2
-    problems = check_sites(ROOT, sites)
+    problems = check_sites(root, sites)
     try:
-        plans = [(m, tests_for(m)) for m in sites]
+        plans = [(m, tests_for(m, root)) for m in sites]
     except BadSite as exc:
         problems.append(str(exc))
     if problems:
@@ -338,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[dict[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="agenteval-mutants-") as tmp:
         tree = Path(tmp)
-        copy_tree(ROOT, tree)
+        copy_tree(root, tree)
         if not args.no_baseline:
             for tests in sorted({t for _, t in plans}):
                 if run_tests(tree, tests, args.timeout * 2) != "passed":

@@ -175,3 +175,41 @@ def test_threads_with_a_tiny_switch_interval(make_processor: Make) -> None:
         test_threads(make_processor)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_a_refund_checked_while_another_runs_to_the_end_on_the_same_yes_is_stopped(make_processor: Make) -> None:
+    """One yes, two refunds: the second is inside a slow rule (having seen the yes unused) while the
+    first is checked, runs and ends, using the yes up. The second must not take the used yes."""
+    second_inside, first_done = threading.Event(), threading.Event()
+
+    @applies_to((ToolStep,), guard=True)
+    def asks_a_fraud_service(event: Event, check: Check) -> list[Violation] | None:
+        if check.preview is not None and threading.current_thread().name == "second" and not first_done.is_set():
+            second_inside.set()
+            first_done.wait(timeout=10)
+        return None
+
+    h = make_processor(GUARD_POLICY, rules=[*builtin_rules().values(), asks_a_fraud_service])
+    guard = h.processor.guard()
+    root = h.agent("support", at=0, conv="conv-yes")
+    h.tool(root, "ask_user_confirmation", {"tool": "issue_refund", "amount": 25}, at=1, result='{"confirmed": true}')
+    out: dict[str, bool] = {}
+
+    def first() -> None:
+        second_inside.wait(timeout=10)
+        out["first"] = call(h, guard, root, "issue_refund", {"order_id": "88120", "amount": 25}, at=2,
+                            result="ok").allowed
+        first_done.set()
+
+    def second() -> None:
+        out["second"] = call(h, guard, root, "issue_refund", {"order_id": "77001", "amount": 25}, at=2,
+                             result="ok").allowed
+
+    threads = [threading.Thread(target=first, name="first"), threading.Thread(target=second, name="second")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    h.end(root, 4)
+    assert out == {"first": True, "second": False}
+    assert [v.rule for v in h.violations] == []  # the refund that ran had its yes; the other never ran

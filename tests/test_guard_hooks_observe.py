@@ -117,3 +117,25 @@ def test_a_call_both_unconfirmed_and_out_of_scope_is_refused_not_offered_for_app
     assert "Ask the user to confirm" not in triage
     assert not triage_peek.needs_confirmation
     assert sorted(v.rule for v in triage_peek.violations) == ["scope_violation", "write_without_confirmation"]
+
+
+def test_record_result_false_keeps_the_result_off_the_span(rig: Rig) -> None:
+    @guarded("lookup_order", guard=rig.guard, record_result=False, tracer_provider=rig.provider)
+    def lookup_order(order_id: str) -> dict[str, str]:
+        return {"name": "Ada Lovelace", "card": "4111 1111 1111 1111"}
+
+    with rig.agent("conv-r"):
+        assert lookup_order("88120")["name"] == "Ada Lovelace"
+    [span] = rig.tool_spans()
+    assert "gen_ai.tool.call.result" not in (span.attributes or {})
+
+
+def test_a_tool_span_named_as_semconv_names_it_gets_the_decision(rig: Rig) -> None:
+    """Google ADK names its tool span ``execute_tool <tool>`` and sets the GenAI attributes only when
+    it ends: the guard still puts its decision on that span, and opens no span of its own."""
+    with rig.agent("conv-adk"), rig.tracer.start_as_current_span("execute_tool issue_refund"):
+        decision = rig.guard.check("issue_refund", {"order_id": "88120", "amount": 25})  # unconfirmed
+    assert decision.would_block and decision.rule == "write_without_confirmation"
+    [span] = rig.tool_spans()
+    assert span.attributes is not None and span.attributes.get("agenteval.guard.decision") == "would_block"
+    assert [s.name for s in rig.exported.get_finished_spans() if s.name == "agenteval.guard"] == []

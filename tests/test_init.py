@@ -121,18 +121,18 @@ def test_input_errors_exit_2_with_one_line_naming_the_file(tmp_path: Path, capsy
 
 
 def test_init_from_a_few_runs_sets_budgets_those_runs_keep(make_processor: Any, tmp_path: Path, capsys: Any) -> None:
-    """Three runs of five steps and two model calls each, the first day of a new agent: the budgets
-    written leave room over what the runs used (p99 = the largest of three), so replaying those very
-    runs against the policy raises no budget alarm."""
+    """Three runs of four, five and three steps, the first day of a new agent: the budgets written
+    leave room over what the runs used (p99 = the largest of three), so replaying those very runs
+    against the policy raises no budget alarm."""
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     h = make_processor()
     exporter = InMemorySpanExporter()
     h.provider.add_span_processor(SimpleSpanProcessor(exporter))
-    for i in range(3):
+    for i, steps in enumerate((4, 5, 3)):
         root = h.agent("support", at=i * 100.0)
-        for j in range(5):
+        for j in range(steps):
             if j % 3 == 0:
                 h.chat(root, at=i * 100.0 + j + 0.5, inp=900, out=100)
             h.tool(root, "lookup_order", {"order_id": f"{i}-{j}"}, at=i * 100.0 + j + 1)

@@ -5,6 +5,7 @@ process still has the open run's spans, and its run is counted whole when its ro
 from __future__ import annotations
 
 import json
+import os
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -80,3 +81,29 @@ def test_a_checkpoint_keeps_an_older_segment_whose_run_is_still_open(tmp_path, p
     log = Log(wal)  # nothing was lost on the way: the log still reads whole
     assert log.cuts == []
     log.close()
+
+
+def test_a_request_whose_sync_the_disk_refuses_is_not_acknowledged(tmp_path, monkeypatch):
+    """The write went through but the fsync failed (a dying disk, a full thin volume): the request is
+    refused (429, the client retries), never acknowledged as if it were safe; once the disk syncs
+    again, requests are acknowledged again."""
+    from prometheus_client import CollectorRegistry
+
+    from otel_agenteval.receiver import Receiver, ServeConfig
+
+    cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0, grace_s=30, idle_s=60, log_violations=False,
+                      wal_dir=str(tmp_path), wal_sync_s=0.01)
+    r = Receiver(cfg, registry=CollectorRegistry()).start()
+    try:
+        url = f"http://127.0.0.1:{r.ports.http}/v1/traces"
+        assert post(url, _body(duplicate_spans(1)), PB)[0] == 200
+
+        def refuse(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        with monkeypatch.context() as m:
+            m.setattr(os, "fsync", refuse)
+            assert post(url, _body(duplicate_spans(1, start=1)), PB)[0] == 429
+        assert post(url, _body(duplicate_spans(1, start=2)), PB)[0] == 200
+    finally:
+        r.stop()
