@@ -139,3 +139,22 @@ def test_a_tool_span_named_as_semconv_names_it_gets_the_decision(rig: Rig) -> No
     [span] = rig.tool_spans()
     assert span.attributes is not None and span.attributes.get("agenteval.guard.decision") == "would_block"
     assert [s.name for s in rig.exported.get_finished_spans() if s.name == "agenteval.guard"] == []
+
+
+def test_a_write_with_no_arguments_runs_once() -> None:
+    rig = Rig(GUARD_POLICY.replace("  delete_account: {write: true}\n",
+                                   "  delete_account: {write: true}\n  empty_cart: {write: true}\n"))
+    emptied: list[int] = []
+    try:
+        @guarded("empty_cart", guard=rig.guard, tracer_provider=rig.provider)
+        def empty_cart() -> str:
+            emptied.append(1)
+            return "emptied"
+
+        with rig.tracer.start_as_current_span("invoke_agent shop", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "shop"}):
+            first, second = empty_cart(), empty_cart()
+    finally:
+        rig.provider.shutdown()
+    assert (first, len(emptied)) == ("emptied", 1)
+    assert second.startswith("Not done: empty_cart was stopped by policy rule duplicate_write")
