@@ -6,7 +6,7 @@ BIN     = $(VENV)/bin
 COMPILED = $(VENV)/.compiled
 SOURCES  = $(wildcard otel_agenteval/*.py otel_agenteval/*/*.py otel_agenteval/*/*/*.py otel_agenteval/*/*.c otel_agenteval/*/*.h) setup.py
 
-.PHONY: demo test test-pure test-frameworks first-hour build bench dashboards lint clean collector
+.PHONY: demo test test-pure test-frameworks first-hour build bench dashboards lint clean collector mutants
 
 # Each step says what it does. Installing compiles the per-span modules with mypyc (minutes on two
 # cores): pip's verbose output is kept in $(VENV)/install.log and only setup.py's progress lines
@@ -78,6 +78,12 @@ test-frameworks: $(VENV)/.test
 bench: $(VENV)/.test $(COMPILED)
 	$(BIN)/python benchmarks/overhead_by_run.py --workload tool-heavy
 	$(BIN)/python benchmarks/processor_overhead.py
+
+# plant one realistic bug at a time in the safety path (rules, guard, engine, WAL, decoding, policy)
+# and see whether the tests notice: per-module score, survivors named (minutes, niced; outside .ci/run).
+# MUTANTS_ARGS="--only guard/" for one package; "--check" to see that every site still applies
+mutants: $(VENV)/.test
+	nice $(BIN)/python benchmarks/mutants.py $(MUTANTS_ARGS)
 
 dashboards: $(VENV)/.test
 	$(BIN)/python -m dashboards.generate

@@ -152,7 +152,10 @@ def test_enforce_raises_with_the_decision_and_allowed_write_uses_its_confirmatio
     assert "Ask the user to confirm" in str(caught.value)
     h.end(other, 2.6)
     h.end(span, 3, {"gen_ai.tool.call.arguments": '{"order_id": "88120", "amount": 25}'})
-    assert guard.in_flight == 0 or guard.check("lookup_order", {}).allowed
+    assert guard.in_flight == 0  # both calls are over: nothing is promised any more
+    # the yes went with the refund that ran, not back to the pool: a third refund asked now has none
+    assert call(h, guard, root, "issue_refund", {"order_id": "55555", "amount": 25}, at=3.5).rule == (
+        "write_without_confirmation")
     h.end(root, 4)
     assert h.rules() == []  # the allowed refund used its confirmation, as the after-the-fact rule saw
 

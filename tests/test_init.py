@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -117,3 +118,31 @@ def test_input_errors_exit_2_with_one_line_naming_the_file(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert err.startswith(f"otel-agenteval init: {bad}: not merged into") and err.count("\n") == 1
     assert not (tmp_path / "p.yaml").exists() and bad.read_text() == "tools:\n  x: {wirte: true}\n"
+
+
+def test_init_from_a_few_runs_sets_budgets_those_runs_keep(make_processor: Any, tmp_path: Path, capsys: Any) -> None:
+    """Three runs of four, five and three steps, the first day of a new agent: the budgets written
+    leave room over what the runs used (p99 = the largest of three), so replaying those very runs
+    against the policy raises no budget alarm."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    h = make_processor()
+    exporter = InMemorySpanExporter()
+    h.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for i, steps in enumerate((4, 5, 3)):
+        root = h.agent("support", at=i * 100.0)
+        for j in range(steps):
+            if j % 3 == 0:
+                h.chat(root, at=i * 100.0 + j + 0.5, inp=900, out=100)
+            h.tool(root, "lookup_order", {"order_id": f"{i}-{j}"}, at=i * 100.0 + j + 1)
+        h.end(root, i * 100.0 + 10)
+    traces = tf.otlp_json_lines(list(exporter.get_finished_spans()), tmp_path / "few.jsonl")
+    out = tmp_path / "agenteval.yaml"
+    assert main(["init", "--from", str(traces), "-o", str(out)]) == 0
+    budget = Policy.from_file(out).budget_for("support")
+    # 5 steps x1.5 -> 8 (above 5 + 2); 2 model calls -> 2 + 2 = 4; 2000 tokens x1.5 -> 3000
+    assert (budget.max_steps, budget.max_llm_calls, budget.max_tokens) == (8, 4, 3000)
+    capsys.readouterr()
+    assert main(["replay", str(traces), "--policy", str(out), "--format", "json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["violations"] == []

@@ -113,3 +113,32 @@ def test_json_times_no_otlp_field_can_hold_are_a_400_naming_the_field(started_re
     s = scrape(r.ports.metrics)
     assert value(s, "agenteval_receiver_requests_total", protocol="http", result="bad_request") == 1
     assert value(s, "agenteval_receiver_spans_total", protocol="http", result="accepted") == 0
+
+
+@pytest.mark.parametrize("kind", ["ends before it starts", "ends in ten days", "lasts two days"])
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+def test_a_request_whose_only_bad_span_has_one_wrong_time_rejects_that_span(started_receivers, kind, encoding):
+    """The one bad span of a request of good ones, for each way a time can be wrong alone (a request
+    with nothing else wrong is looked at in one pass: that pass must see each of them)."""
+    r = started_receivers()
+    now = time.time_ns()
+    url = f"http://127.0.0.1:{r.ports.http}/v1/traces"
+    if encoding == "json":
+        status, _, body = post(url, _json_request([(now - 10**9, now), _bad_roots(now)[kind]]), JS)
+        assert status == 200
+        assert json.loads(body)["partialSuccess"]["rejectedSpans"] == "1"
+    else:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        good_and_all_bad = _sdk_spans(now)
+        bad_start, bad_end = _bad_roots(now)[kind]
+        spans = [s for s in good_and_all_bad if s.start_time < s.end_time <= now + DAY and s.end_time - s.start_time < DAY
+                 or (s.start_time, s.end_time) == (bad_start, bad_end)]
+        assert len(spans) == 3
+        status, _, _ = post(url, encode_spans(spans).SerializeToString(), {"Content-Type": "application/x-protobuf"})
+        assert status == 200
+    wait_until(settled(r.ports.metrics, 1), what="the good run played")
+    s = scrape(r.ports.metrics)
+    assert value(s, "agenteval_receiver_spans_total", protocol="http", result="rejected") == 1
+    count, seconds = _trajectories(r)
+    assert count == 1 and 0 < seconds < 5  # the good run only
