@@ -10,6 +10,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from ..model.patterns import compile_pattern
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -41,9 +43,9 @@ class ForbiddenIf(_Model):
             raise ValueError("needs either `after` with `result_matches`, or `same_subject`")
         if self.result_matches is not None:
             try:
-                re.compile(self.result_matches)
-            except re.error as exc:
-                raise ValueError(f"result_matches is not a valid regex: {exc}") from None
+                compile_pattern(self.result_matches)
+            except ValueError as exc:
+                raise ValueError(f"result_matches is {exc}") from None
         return self
 
 
@@ -115,10 +117,7 @@ class ConfirmationPolicy(_Model):
     @field_validator("affirm", "deny")
     @classmethod
     def _regex(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regex: {exc}") from None
+        compile_pattern(value, ignore_case=True)  # ValueError: why it is refused
         return value
 
 

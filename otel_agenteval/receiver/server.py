@@ -129,6 +129,10 @@ class Receiver:
         q = self.pipeline.queue
         if q.spans > self.config.high_water * q.capacity:
             out.append(f"ingest queue above its high-water mark ({q.spans} of {q.capacity} spans)")
+        since = self.pipeline.feeding_since
+        busy = time.monotonic() - since if since else 0.0
+        if busy > self.config.engine_stuck_s:
+            out.append(f"engine stuck: {busy:.0f}s on one batch (a slow rule or policy regex?)")
         m = self.pipeline.memory
         if m.used > self.config.high_water * m.limit:
             out.append(f"memory budget above its high-water mark ({m.used >> 20} of {m.limit >> 20} MiB)")
