@@ -12,7 +12,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it: ~20x faster
 
 
