@@ -145,6 +145,22 @@ def test_otlp_json_ids_that_are_not_hex_are_rejected_by_replay(tmp_path):
     got = subprocess.run([sys.executable, "-m", "otel_agenteval", "replay", str(trace), "--format", "json"],
                          capture_output=True, text=True, timeout=60)
     assert got.returncode in (0, 1), got.stderr
-    report = json.loads(got.stdout)
-    assert report["spans"] == 1, report
-    assert report["unreadable_spans"] == len(BAD_IDS) or report.get("rejected_spans") == len(BAD_IDS), report
+    counted = json.loads(got.stdout)["input"]
+    assert (counted["spans"], counted["rejected"]) == (1, len(BAD_IDS)), counted
+    assert got.stderr.count("rejected:") == len(BAD_IDS) and "Id '" in got.stderr, got.stderr
+
+
+def test_sdk_json_ids_are_0x_and_hex_of_the_right_length(tmp_path):
+    good = {"name": "s", "context": {"trace_id": "0x" + GOOD_TID, "span_id": "0x" + GOOD_SID},
+            "kind": "SpanKind.INTERNAL", "parent_id": None, "start_time": "2026-01-01T00:00:00.000000Z",
+            "end_time": "2026-01-01T00:00:01.000000Z", "status": {"status_code": "UNSET"}, "attributes": {},
+            "events": [], "resource": {"attributes": {}}}
+    bad = [{**good, "context": {"trace_id": "-0x" + GOOD_TID[1:], "span_id": "0x" + GOOD_SID}},
+           {**good, "context": {"trace_id": "0x" + GOOD_TID, "span_id": "0x_" + GOOD_SID[1:]}},
+           {**good, "context": {"trace_id": "0x" + GOOD_TID, "span_id": "0x" + GOOD_SID[:-1]}}]
+    trace = tmp_path / "sdk.json"
+    trace.write_text("\n".join(json.dumps(x, indent=4) for x in [*bad, good]) + "\n")
+    got = subprocess.run([sys.executable, "-m", "otel_agenteval", "replay", str(trace), "--format", "json"],
+                         capture_output=True, text=True, timeout=60)
+    counted = json.loads(got.stdout)["input"]
+    assert (counted["spans"], counted["rejected"]) == (1, 3), (counted, got.stderr)
