@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+_TOO_DEEP = "(top level): nested too deeply to read (a configuration file is a few levels deep)"
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it: ~20x faster
 
 
@@ -49,8 +50,10 @@ def load_yaml(text: str, source: str, error: type[ConfigError]) -> tuple[Any, An
         node = loader.get_single_node()
         return (loader.construct_document(node) if node is not None else None), node
     except RecursionError:
-        raise error(source, ["(top level): nested too deeply to read (a configuration file is a few levels deep)"]) from None
+        raise error(source, [_TOO_DEEP]) from None
     except yaml.YAMLError as exc:
+        if "nesting depth" in str(getattr(exc, "problem", "")):  # libyaml's own bound on nesting
+            raise error(source, [_TOO_DEEP]) from None
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
         raise error(source, [f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
