@@ -19,7 +19,7 @@ from ..spanview import (
     RecordedSpan,
     RecordedStatus,
 )
-from .otlp_json import _any_value, _hex_id, _parent_hex, _span_id
+from .otlp_json import _any_value, _hex_id, _parent_hex
 from .values import _KIND, _SLOW, _STATUS, Bad, shared_parent
 
 # Same spans as the dict path (:mod:`.otlp_json`) for about a third less work: no dict per key/value pair or
@@ -116,7 +116,8 @@ if msgspec is not None:
                 trace_id = _hex_id(tid, 32, "traceId", True)  # once a trace
                 prev_tid = tid
             sid = s.spanId
-            span_id = _span_id(sid) if len(sid) == 16 else _hex_id(sid, 16, "spanId", True)
+            span_id = (int.from_bytes(raw, "big") if len(sid) == 16 and len(raw := bytes.fromhex(sid)) == 8
+                       else _hex_id(sid, 16, "spanId", True))  # hex digits only: int(sid, 16) takes "-", "0x"
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.parentSpanId
