@@ -77,7 +77,7 @@ class PolicyError(ConfigError):
 class Policy(BaseModel):
     """The whole policy: its sections, loading (errors name path and line), cached lookups."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     version: Literal[1] = 1
     tools: dict[str, ToolPolicy] = {}

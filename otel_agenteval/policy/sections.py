@@ -10,9 +10,14 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from ..model.patterns import compile_pattern
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # 1e400 is a typo, not a bound
+
+
+MAX_TTL_S = 366 * 86400.0  # a year: past it a TTL is a typo (and as nanoseconds it still fits 64 bits)
 
 
 NORMALISER_ALIASES = {"lower": "case", "strip": "whitespace", "int": "number", "id-pattern": "regex", "id_pattern": "regex"}
@@ -41,9 +46,9 @@ class ForbiddenIf(_Model):
             raise ValueError("needs either `after` with `result_matches`, or `same_subject`")
         if self.result_matches is not None:
             try:
-                re.compile(self.result_matches)
-            except re.error as exc:
-                raise ValueError(f"result_matches is not a valid regex: {exc}") from None
+                compile_pattern(self.result_matches)
+            except ValueError as exc:
+                raise ValueError(f"result_matches is {exc}") from None
         return self
 
 
@@ -115,10 +120,7 @@ class ConfirmationPolicy(_Model):
     @field_validator("affirm", "deny")
     @classmethod
     def _regex(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regex: {exc}") from None
+        compile_pattern(value, ignore_case=True)  # ValueError: why it is refused
         return value
 
 
@@ -145,9 +147,9 @@ class Limits(_Model):
 
     max_open_trajectories: int = Field(default=10_000, gt=0)
     max_steps_per_trajectory: int = Field(default=512, gt=0)
-    trajectory_ttl_s: float = Field(default=900.0, gt=0)
+    trajectory_ttl_s: float = Field(default=900.0, gt=0, le=MAX_TTL_S)
     max_conversations: int = Field(default=50_000, gt=0)
-    conversation_ttl_s: float = Field(default=3600.0, gt=0)
+    conversation_ttl_s: float = Field(default=3600.0, gt=0, le=MAX_TTL_S)
     max_open_spans: int = Field(default=200_000, gt=0)
     max_tool_labels: int = Field(default=64, gt=0)
     max_agent_labels: int = Field(default=64, gt=0)  # agent_name label values, then "other"

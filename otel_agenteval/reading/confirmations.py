@@ -9,13 +9,13 @@ authorises one write: the rule that relies on it marks it used.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 
+from ..model.patterns import PolicyPattern, compile_pattern
 from ..model.trajectory import ToolStep, Trajectory, parse_arguments
 from ..policy.policy import Policy, ToolPolicy
 from . import semconv as sc
@@ -111,14 +111,14 @@ def from_tool_step(step: ToolStep, policy: Policy) -> Confirmation | None:
     return Confirmation(time_ns=step.end_ns, tool=str(tool) if tool else None, args=args, source="tool")
 
 
-_PATTERNS: dict[tuple[str, str], tuple[re.Pattern[str], re.Pattern[str]]] = {}
+_PATTERNS: dict[tuple[str, str], tuple[PolicyPattern, PolicyPattern]] = {}
 
 
-def _patterns(policy: Policy) -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _patterns(policy: Policy) -> tuple[PolicyPattern, PolicyPattern]:
     key = (policy.confirmation.affirm, policy.confirmation.deny)
     pats = _PATTERNS.get(key)
     if pats is None:
-        pats = (re.compile(key[0], re.IGNORECASE), re.compile(key[1], re.IGNORECASE))
+        pats = (compile_pattern(key[0], ignore_case=True), compile_pattern(key[1], ignore_case=True))
         _PATTERNS[key] = pats
     return pats
 

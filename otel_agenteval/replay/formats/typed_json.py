@@ -113,10 +113,11 @@ if msgspec is not None:
         for s in spans:
             tid = s.traceId
             if tid != prev_tid:
-                trace_id = int(tid, 16) if len(tid) == 32 else _hex_id(tid, 32, "traceId", True)
+                trace_id = _hex_id(tid, 32, "traceId", True)  # once a trace
                 prev_tid = tid
             sid = s.spanId
-            span_id = int(sid, 16) if len(sid) == 16 else _hex_id(sid, 16, "spanId", True)
+            span_id = (int.from_bytes(raw, "big") if len(sid) == 16 and len(raw := bytes.fromhex(sid)) == 8
+                       else _hex_id(sid, 16, "spanId", True))  # hex digits only: int(sid, 16) takes "-", "0x"
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.parentSpanId
