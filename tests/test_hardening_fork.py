@@ -6,6 +6,7 @@ writing to a real pipe, as in an application (pytest's capture would stand in fo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,4 +69,6 @@ def test_forks_while_threads_log_violations_never_hang_the_child() -> None:
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(repo)})
     assert got.returncode == 0, got.stderr[-2000:]
-    assert got.stderr.strip().splitlines()[-1] == "hung 0 of 10", got.stderr[-2000:]
+    # the product's violation lines share stderr with the script's verdict (its threads may still write)
+    verdict = re.findall(r"hung (\d+) of 10", got.stderr)
+    assert verdict == ["0"], got.stderr[-2000:]
