@@ -32,6 +32,7 @@ from .sections import (
     SameSubject,
     ToolPolicy,
 )
+from .taint_section import TaintPolicy
 
 # the names users import from here (the sections and the errors live next door)
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "PolicyError",
     "Price",
     "SameSubject",
+    "TaintPolicy",
     "ToolPolicy",
     "load_yaml",
     "with_lines",
@@ -90,6 +92,7 @@ class Policy(BaseModel):
     custom_rules: list[str] = []  # "module:attr", each a rule callable
     infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
     guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard/guard.py)
+    taint: TaintPolicy = TaintPolicy()  # sources and sinks of tainted_argument (taint_section.py)
 
     @field_validator("custom_rules")
     @classmethod
@@ -163,6 +166,11 @@ class Policy(BaseModel):
         """Whether rules read message content (confirmation from messages, grounding)."""
         return (self.needs_confirmations and self.confirmation.from_messages) or any(
             t.grounded for t in self.tools.values())
+
+    @functools.cached_property
+    def needs_messages(self) -> bool:
+        """Whether the engine keeps the latest model call's messages (content rules or taint)."""
+        return self.needs_content or (self.taint.enabled and self.rule_enabled("tainted_argument"))
 
     def tool(self, name: str) -> ToolPolicy | None:
         return self.tools.get(name)

@@ -1,0 +1,201 @@
+"""``tainted_argument``: a sink argument whose value first appeared in untrusted content.
+
+A sink (``policy.taint``: declared, or by default a write's arguments and URL arguments) carries a
+value found in an earlier tool result of the run or conversation, and not in the user's messages,
+the system prompt or a trusted result. Critical when the user's request did not name the content
+it came from (the source call's arguments are not in the user's words): the injected action;
+a warning when it did (the user asked the agent to act on that content), cleared by a
+confirmation that showed the value. Tool results are read into tokens only when a sink needs
+them (:mod:`..reading.provenance`); the guard asks the same question before the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.trajectory import ToolStep, Trajectory, parse_arguments, short_hash
+from ..policy.policy import Policy
+from ..reading import provenance as pv
+from ..reading.content import messages_of
+from ..reading.span_values import result_text
+from .check import Check, Event, Finish, applies_to
+
+_KEY = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
+_TRUSTED = "taint_trusted"  # the trusted tokens and text of the latest model call read
+MAX_PENDING = 32  # a finished turn's unread results carried into its conversation
+
+
+def sinks_of(policy: Policy, step: ToolStep) -> list[tuple[str, str, str]]:
+    """The sink arguments of a call: ``(argument, type, value)`` (string values only)."""
+    taint = policy.taint
+    declared = taint.sinks.get(step.tool)
+    write = taint.default_sinks and policy.is_write(step.tool)
+    if declared is None and not write:
+        raw = step.raw_arguments
+        if not taint.default_sinks or (isinstance(raw, str) and not any(n in raw.lower() for n in taint.url_names)):
+            return []
+    out: list[tuple[str, str, str]] = []
+    for arg, value in step.arguments.items():
+        if not isinstance(value, str) or not value:
+            continue
+        kind = declared.get(arg) if declared is not None else None
+        if kind is None and taint.default_sinks:
+            kind = "url" if arg.lower() in taint.url_names else "text" if write else None
+        if kind is not None:
+            out.append((arg, kind, value))
+    return out
+
+
+def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]]:
+    """The tokens a sink value is looked up by, and (for reports) the normalised values."""
+    if kind == "url":
+        normal = pv.normal_url(value)
+        host = pv.url_host(normal)
+        return [pv.token("url", normal), pv.token("url", host)], [normal, host]
+    if kind in ("iban", "email", "phone"):
+        normal = pv.normal_value(kind, value)
+        return [pv.token(kind, normal)], [normal]
+    if kind in ("account_id", "password"):
+        normal = pv.normal_value("word", value)
+        return [pv.token("word", normal)], [normal]
+    found = pv.identifiers(value)  # free text: judged by its identifiers
+    return [pv.token(k, v) for k, v in found], [v for _, v in found]
+
+
+def _provenance(check: Check, t: Trajectory) -> pv.Provenance:
+    """The run's tokens, its results read up to now (each once)."""
+    taint = check.policy.taint
+    prov: pv.Provenance | None = t.extra.get(_KEY)
+    if prov is None:
+        prov = t.extra[_KEY] = pv.Provenance(taint.max_bytes)
+    steps = t.steps
+    while prov.cursor < len(steps):
+        s = steps[prov.cursor]
+        prov.cursor += 1
+        _read(prov, check.policy, s.tool, s.span_id, s.arguments, result_text(s.raw_result))
+    return prov
+
+
+def _read(prov: pv.Provenance, policy: Policy, tool: str, span_id: int, arguments: dict[str, Any],
+          text: str | None) -> None:
+    if not text:
+        return
+    taint = policy.taint
+    trusted: frozenset[str] | None = None if tool in taint.trusted_tools else frozenset(
+        taint.trusted_fields.get(tool, ()))
+    prov.read(tool, span_id, arguments, text, trusted, taint.needs_words)
+
+
+def _conversation(check: Check, t: Trajectory) -> pv.Provenance | None:
+    conv = t.conversation
+    if conv is None:
+        return None
+    prov: pv.Provenance | None = conv.extra.get(_KEY)
+    if prov is not None and prov.pending:
+        for p in prov.pending:
+            _read(prov, check.policy, p.tool, p.span_id, parse_arguments(p.arguments), result_text(p.result))
+        prov.pending = []
+    return prov
+
+
+def _trusted(t: Trajectory, before_ns: int) -> tuple[set[int], str]:
+    """Tokens and lower-cased text of the user's messages and the system prompt seen by the latest
+    model call before ``before_ns`` (cached per call)."""
+    for key in ("last_chat", "prev_chat"):
+        chat = t.extra.get(key)
+        if chat is not None and chat[0] <= before_ns:
+            cached = t.extra.get(_TRUSTED)
+            if cached is not None and cached[0] is chat[1]:
+                return cached[1], cached[2]
+            msgs = messages_of(chat[1]) or []
+            text = "\n".join(m.text for m in msgs if m.role in ("user", "system") and m.text)
+            found = (pv.trusted_tokens(text), text.lower())
+            t.extra[_TRUSTED] = (chat[1], found[0], found[1])
+            return found
+    return set(), ""
+
+
+def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
+    """Whether a kept confirmation for this tool showed this value of ``arg``."""
+    conv = t.conversation
+    for store in (t.extra, conv.extra if conv is not None else {}):
+        for conf in store.get("confirmations", ()):
+            shown = getattr(conf, "args", {}).get(arg)
+            if getattr(conf, "tool", None) in (step.tool, None) and isinstance(shown, str) and \
+                    " ".join(shown.split()).lower() == " ".join(value.split()).lower():
+                return True
+    return False
+
+
+@applies_to((ToolStep, Finish), guard=True)
+def tainted_argument(event: Event, check: Check) -> list[Any] | None:
+    policy = check.policy
+    if not policy.taint.enabled:
+        return None
+    t = check.trajectory
+    if isinstance(event, Finish):
+        _carry_over(check, t)
+        return None
+    if not isinstance(event, ToolStep) or not (t.steps or t.conversation is not None and _KEY in t.conversation.extra):
+        return None
+    sinks = sinks_of(policy, event)
+    if not sinks:
+        return None
+    own = _provenance(check, t)
+    conv = _conversation(check, t)
+    out: list[Any] = []
+    trusted: tuple[set[int], str] | None = None
+    for arg, kind, value in sinks:
+        tokens, normals = value_tokens(kind, value)
+        hit: pv.Source | None = None
+        hit_at = -1
+        for i, tok in enumerate(tokens):
+            src = own.tokens.get(tok) or (conv.tokens.get(tok) if conv is not None else None)
+            if src is not None and not src.trusted:
+                hit, hit_at = src, i
+                break
+        if hit is None:
+            continue
+        if trusted is None:
+            trusted = _trusted(t, event.start_ns)
+        if any(tok in trusted[0] for tok in tokens) or _confirmed(t, event, arg, value):
+            continue
+        out.append(_finding(check, event, arg, kind, normals[hit_at], hit, pv.pointed(hit, trusted[1])))
+    return out or None
+
+
+def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src: pv.Source, user_pointed: bool) -> Any:
+    shown = normal if check.policy.taint.show_values else f"sha256:{short_hash(normal)}"
+    where = f"{src.tool} result field {src.field!r}"
+    if user_pointed:
+        message = (f"{step.tool} argument {arg} ({kind}) carries a value from {where}, content the user asked the "
+                   f"agent to act on; a confirmation showing the value clears it")
+    else:
+        message = (f"{step.tool} argument {arg} ({kind}) carries a value that first appeared in {where}, "
+                   f"content the user's request did not point at (possible injected action)")
+    return check.violation("tainted_argument", "warning" if user_pointed else "critical", message, step,
+                           argument=arg, value_type=kind, value=shown, source_tool=src.tool, source_field=src.field,
+                           source_span_id=format(src.span_id, "016x"), user_pointed=user_pointed)
+
+
+def _carry_over(check: Check, t: Trajectory) -> None:
+    """A finished turn's tokens (and its results not read yet) go to its conversation."""
+    own: pv.Provenance | None = t.extra.get(_KEY)
+    if own is not None:
+        t.state_dropped += own.trimmed  # counted by the engine as state not kept
+    conv = t.conversation
+    if conv is None or not t.steps:
+        return
+    prov: pv.Provenance | None = conv.extra.get(_KEY)
+    if prov is None:
+        prov = conv.extra[_KEY] = pv.Provenance(check.policy.taint.max_bytes)
+    start = 0
+    if own is not None:
+        prov.merge(own)
+        start = own.cursor
+    for s in t.steps[start:]:
+        if s.raw_result is not None:
+            prov.pending.append(pv.PendingResult(s.tool, s.span_id, s.raw_arguments, s.raw_result))
+    if len(prov.pending) > MAX_PENDING:
+        t.state_dropped += len(prov.pending) - MAX_PENDING
+        del prov.pending[:-MAX_PENDING]
