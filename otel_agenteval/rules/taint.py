@@ -160,7 +160,10 @@ def tainted_argument(event: Event, check: Check) -> list[Any] | None:
             trusted = _trusted(t, event.start_ns)
         if any(tok in trusted[0] for tok in tokens) or _confirmed(t, event, arg, value):
             continue
-        out.append(_finding(check, event, arg, kind, normals[hit_at], hit, pv.pointed(hit, trusted[1])))
+        user_pointed = pv.pointed(hit, trusted[1])
+        if user_pointed and check.preview is not None:
+            continue  # the guard stops the injected action; a warning is reported once the call ran
+        out.append(_finding(check, event, arg, kind, normals[hit_at], hit, user_pointed))
     return out or None
 
 
