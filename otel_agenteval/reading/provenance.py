@@ -20,7 +20,7 @@ _IDENT: Final = re.compile(
     r"|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|ai|co|uk|de|fr|ch|eu|gov|edu|info|biz|app|dev)"
     r"\b(?:/[^\s<>\"'`|\])}]*)?)"
     r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
-    r"|(?P<phone>\+?\d[\d ().-]{6,}\d)",
+    r"|(?P<phone>(?<![\w-])\+?\(?\d[\d ().-]{6,}\d(?![\w-]))",
     re.IGNORECASE)
 _WORD: Final = re.compile(r"[\w@+-][\w.@+-]{2,}")
 _FIELD_LINE: Final = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
@@ -61,7 +61,7 @@ def identifiers(text: str) -> list[tuple[str, str]]:
     for m in _IDENT.finditer(text):
         kind = m.lastgroup or ""
         normal = normal_value(kind, m.group())
-        if kind == "phone" and not 8 <= len(normal) <= 15:
+        if kind == "phone" and not (10 if m.group()[0] != "+" else 8) <= len(normal) <= 15:
             continue
         out.append((kind, normal))
         if kind == "url":
