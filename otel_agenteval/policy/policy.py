@@ -172,6 +172,22 @@ class Policy(BaseModel):
         """Whether the engine keeps the latest model call's messages (content rules or taint)."""
         return self.needs_content or (self.taint.enabled and self.rule_enabled("tainted_argument"))
 
+    def sinks_for(self, tool: str) -> tuple[dict[str, str] | None, bool]:
+        """A tool's declared sinks (``taint.sinks``) and whether its other string arguments are
+        sinks too (a write, with ``default_sinks``). Cached per tool name."""
+        return self._sinks(tool)
+
+    @functools.cached_property
+    def _sinks(self) -> Any:
+        taint = self.taint
+
+        @functools.lru_cache(maxsize=1024)
+        def resolve(tool: str) -> tuple[dict[str, str] | None, bool]:
+            declared = taint.sinks.get(tool)
+            return (dict(declared) if declared is not None else None), taint.default_sinks and self.is_write(tool)
+
+        return resolve
+
     def tool(self, name: str) -> ToolPolicy | None:
         return self.tools.get(name)
 

@@ -19,6 +19,7 @@ of any tool are sinks (``default_sinks: false`` keeps only the declared ones).
 from __future__ import annotations
 
 import functools
+import re
 from typing import Literal
 
 from pydantic import Field
@@ -50,3 +51,9 @@ class TaintPolicy(_Model):
     @functools.cached_property
     def url_names(self) -> frozenset[str]:
         return frozenset(n.lower() for n in self.url_arguments)
+
+    @functools.cached_property
+    def url_argument(self) -> re.Pattern[str]:
+        """Finds a URL-named argument in a call's raw (JSON) arguments: one search, no parsing."""
+        names = "|".join(re.escape(n) for n in sorted(self.url_names)) or "(?!)"
+        return re.compile(rf"[\"']({names})[\"']\s*:", re.IGNORECASE)

@@ -160,7 +160,7 @@ class PendingResult:
 class Provenance:
     """The tokens of one run's (or conversation's) tool results, bounded in bytes; trims counted."""
 
-    __slots__ = ("cursor", "max_bytes", "pending", "size", "tokens", "trimmed")
+    __slots__ = ("counted", "cursor", "max_bytes", "pending", "pending_size", "size", "tokens", "trimmed")
 
     def __init__(self, max_bytes: int) -> None:
         self.tokens: dict[int, Source] = {}  # first untrusted source of a token; a trusted one overrides
@@ -168,7 +168,22 @@ class Provenance:
         self.size = 0
         self.trimmed = 0  # tokens not kept: the bound was reached
         self.cursor = 0  # steps of the run read so far
-        self.pending: list[PendingResult] = []
+        self.pending: list[PendingResult] = []  # results carried from finished turns, read on first need
+        self.pending_size = 0
+        self.counted = 0  # trims already counted by the engine
+
+    def wait(self, result: PendingResult) -> None:
+        """Keep a finished turn's unread result for the next turn, within the byte bound (oldest go first)."""
+        n = _size(result.arguments) + _size(result.result)
+        if n > self.max_bytes:
+            self.trimmed += 1
+            return
+        self.pending.append(result)
+        self.pending_size += n
+        while self.pending_size > self.max_bytes:
+            old = self.pending.pop(0)
+            self.pending_size -= _size(old.arguments) + _size(old.result)
+            self.trimmed += 1
 
     def read(self, tool: str, span_id: int, arguments: dict[str, Any], result: str,
              trusted_fields: frozenset[str] | None, words: bool) -> None:
@@ -202,6 +217,10 @@ class Provenance:
         """Take ``other``'s tokens (a finished turn's, into its conversation's), within the bound."""
         for tok, src in other.tokens.items():
             self.keep([tok], src)
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str) else 64
 
 
 def pointed(src: Source, trusted_text: str) -> bool:

@@ -28,12 +28,11 @@ MAX_PENDING = 32  # a finished turn's unread results carried into its conversati
 def sinks_of(policy: Policy, step: ToolStep) -> list[tuple[str, str, str]]:
     """The sink arguments of a call: ``(argument, type, value)`` (string values only)."""
     taint = policy.taint
-    declared = taint.sinks.get(step.tool)
-    write = taint.default_sinks and policy.is_write(step.tool)
+    declared, write = policy.sinks_for(step.tool)
     if declared is None and not write:
         raw = step.raw_arguments
-        if not taint.default_sinks or (isinstance(raw, str) and not any(n in raw.lower() for n in taint.url_names)):
-            return []
+        if not taint.default_sinks or isinstance(raw, str) and taint.url_argument.search(raw) is None:
+            return []  # one search of the raw arguments: most reads have no URL argument
     out: list[tuple[str, str, str]] = []
     for arg, value in step.arguments.items():
         if not isinstance(value, str) or not value:
@@ -95,6 +94,7 @@ def _conversation(check: Check, t: Trajectory) -> pv.Provenance | None:
         for p in prov.pending:
             _read(prov, check.policy, p.tool, p.span_id, parse_arguments(p.arguments), result_text(p.result))
         prov.pending = []
+        prov.pending_size = 0
     return prov
 
 
@@ -127,30 +127,35 @@ def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
     return False
 
 
-@applies_to((ToolStep, Finish), guard=True)
+def _enabled(policy: Policy) -> frozenset[str] | None:
+    return None if policy.taint.enabled else frozenset()
+
+
+@applies_to((ToolStep, Finish), _enabled, guard=True)
 def tainted_argument(event: Event, check: Check) -> list[Any] | None:
-    policy = check.policy
-    if not policy.taint.enabled:
-        return None
     t = check.trajectory
     if isinstance(event, Finish):
         _carry_over(check, t)
         return None
-    if not isinstance(event, ToolStep) or not (t.steps or t.conversation is not None and _KEY in t.conversation.extra):
+    conv = t.conversation
+    if not isinstance(event, ToolStep) or not t.steps and (conv is None or _KEY not in conv.extra):
         return None
-    sinks = sinks_of(policy, event)
-    if not sinks:
+    wanted = []
+    for arg, kind, value in sinks_of(check.policy, event):
+        tokens, normals = value_tokens(kind, value)
+        if tokens:  # a value with no identifier in it can come from nowhere we can tell
+            wanted.append((arg, kind, value, tokens, normals))
+    if not wanted:
         return None
     own = _provenance(check, t)
-    conv = _conversation(check, t)
+    earlier = _conversation(check, t)
     out: list[Any] = []
     trusted: tuple[set[int], str] | None = None
-    for arg, kind, value in sinks:
-        tokens, normals = value_tokens(kind, value)
+    for arg, kind, value, tokens, normals in wanted:
         hit: pv.Source | None = None
         hit_at = -1
         for i, tok in enumerate(tokens):
-            src = own.tokens.get(tok) or (conv.tokens.get(tok) if conv is not None else None)
+            src = own.tokens.get(tok) or (earlier.tokens.get(tok) if earlier is not None else None)
             if src is not None and not src.trusted:
                 hit, hit_at = src, i
                 break
@@ -182,7 +187,7 @@ def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src
 
 
 def _carry_over(check: Check, t: Trajectory) -> None:
-    """A finished turn's tokens (and its results not read yet) go to its conversation."""
+    """A finished turn's tokens, and its results not read yet (as recorded), go to its conversation."""
     own: pv.Provenance | None = t.extra.get(_KEY)
     if own is not None:
         t.state_dropped += own.trimmed  # counted by the engine as state not kept
@@ -198,7 +203,9 @@ def _carry_over(check: Check, t: Trajectory) -> None:
         start = own.cursor
     for s in t.steps[start:]:
         if s.raw_result is not None:
-            prov.pending.append(pv.PendingResult(s.tool, s.span_id, s.raw_arguments, s.raw_result))
+            prov.wait(pv.PendingResult(s.tool, s.span_id, s.raw_arguments, s.raw_result))
     if len(prov.pending) > MAX_PENDING:
-        t.state_dropped += len(prov.pending) - MAX_PENDING
+        prov.trimmed += len(prov.pending) - MAX_PENDING
         del prov.pending[:-MAX_PENDING]
+    t.state_dropped += prov.trimmed - prov.counted
+    prov.counted = prov.trimmed
