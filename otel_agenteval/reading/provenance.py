@@ -145,22 +145,20 @@ class Source:
         self.trusted = trusted
 
 
-class PendingResult:
-    """A tool result not yet read into tokens (carried into the conversation's next turn)."""
+class PendingTurn:
+    """A finished turn's tool steps not read into tokens yet (kept by reference; read on first need)."""
 
-    __slots__ = ("arguments", "result", "span_id", "tool")
+    __slots__ = ("start", "steps")
 
-    def __init__(self, tool: str, span_id: int, arguments: Any, result: Any) -> None:
-        self.tool = tool
-        self.span_id = span_id
-        self.arguments = arguments  # as recorded: parsed, and the result read, only if a sink needs them
-        self.result = result
+    def __init__(self, steps: list[Any], start: int) -> None:
+        self.steps = steps
+        self.start = start
 
 
 class Provenance:
     """The tokens of one run's (or conversation's) tool results, bounded in bytes; trims counted."""
 
-    __slots__ = ("counted", "cursor", "max_bytes", "pending", "pending_size", "size", "tokens", "trimmed")
+    __slots__ = ("counted", "cursor", "max_bytes", "pending", "size", "tokens", "trimmed")
 
     def __init__(self, max_bytes: int) -> None:
         self.tokens: dict[int, Source] = {}  # first untrusted source of a token; a trusted one overrides
@@ -168,22 +166,8 @@ class Provenance:
         self.size = 0
         self.trimmed = 0  # tokens not kept: the bound was reached
         self.cursor = 0  # steps of the run read so far
-        self.pending: list[PendingResult] = []  # results carried from finished turns, read on first need
-        self.pending_size = 0
+        self.pending: list[PendingTurn] = []  # finished turns of the conversation, read on first need
         self.counted = 0  # trims already counted by the engine
-
-    def wait(self, result: PendingResult) -> None:
-        """Keep a finished turn's unread result for the next turn, within the byte bound (oldest go first)."""
-        n = _size(result.arguments) + _size(result.result)
-        if n > self.max_bytes:
-            self.trimmed += 1
-            return
-        self.pending.append(result)
-        self.pending_size += n
-        while self.pending_size > self.max_bytes:
-            old = self.pending.pop(0)
-            self.pending_size -= _size(old.arguments) + _size(old.result)
-            self.trimmed += 1
 
     def read(self, tool: str, span_id: int, arguments: dict[str, Any], result: str,
              trusted_fields: frozenset[str] | None, words: bool) -> None:
@@ -217,10 +201,6 @@ class Provenance:
         """Take ``other``'s tokens (a finished turn's, into its conversation's), within the bound."""
         for tok, src in other.tokens.items():
             self.keep([tok], src)
-
-
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, str) else 64
 
 
 def pointed(src: Source, trusted_text: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.trajectory import ToolStep, Trajectory, parse_arguments, short_hash
+from ..model.trajectory import ToolStep, Trajectory, short_hash
 from ..policy.policy import Policy
 from ..reading import provenance as pv
 from ..reading.content import messages_of
@@ -22,7 +22,7 @@ from .check import Check, Event, Finish, applies_to
 
 _KEY = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
 _TRUSTED = "taint_trusted"  # the trusted tokens and text of the latest model call read
-MAX_PENDING = 32  # a finished turn's unread results carried into its conversation
+MAX_PENDING_TURNS = 4  # finished turns whose results were not read yet, kept by their conversation
 
 
 def sinks_of(policy: Policy, step: ToolStep) -> list[tuple[str, str, str]]:
@@ -91,10 +91,10 @@ def _conversation(check: Check, t: Trajectory) -> pv.Provenance | None:
         return None
     prov: pv.Provenance | None = conv.extra.get(_KEY)
     if prov is not None and prov.pending:
-        for p in prov.pending:
-            _read(prov, check.policy, p.tool, p.span_id, parse_arguments(p.arguments), result_text(p.result))
+        for turn in prov.pending:
+            for s in turn.steps[turn.start:]:
+                _read(prov, check.policy, s.tool, s.span_id, s.arguments, result_text(s.raw_result))
         prov.pending = []
-        prov.pending_size = 0
     return prov
 
 
@@ -187,12 +187,12 @@ def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src
 
 
 def _carry_over(check: Check, t: Trajectory) -> None:
-    """A finished turn's tokens, and its results not read yet (as recorded), go to its conversation."""
+    """A finished turn's tokens, and its steps not read yet (by reference), go to its conversation."""
     own: pv.Provenance | None = t.extra.get(_KEY)
-    if own is not None:
-        t.state_dropped += own.trimmed  # counted by the engine as state not kept
     conv = t.conversation
     if conv is None or not t.steps:
+        if own is not None:
+            t.state_dropped += own.trimmed  # counted by the engine as state not kept
         return
     prov: pv.Provenance | None = conv.extra.get(_KEY)
     if prov is None:
@@ -200,12 +200,11 @@ def _carry_over(check: Check, t: Trajectory) -> None:
     start = 0
     if own is not None:
         prov.merge(own)
+        prov.trimmed += own.trimmed
         start = own.cursor
-    for s in t.steps[start:]:
-        if s.raw_result is not None:
-            prov.wait(pv.PendingResult(s.tool, s.span_id, s.raw_arguments, s.raw_result))
-    if len(prov.pending) > MAX_PENDING:
-        prov.trimmed += len(prov.pending) - MAX_PENDING
-        del prov.pending[:-MAX_PENDING]
+    if start < len(t.steps):
+        prov.pending.append(pv.PendingTurn(t.steps, start))
+        if len(prov.pending) > MAX_PENDING_TURNS:
+            prov.trimmed += len(prov.pending.pop(0).steps)
     t.state_dropped += prov.trimmed - prov.counted
     prov.counted = prov.trimmed
