@@ -70,6 +70,24 @@ class WriteTools:
         return isinstance(tool, str) and self._policy.is_write(tool)
 
 
+class SinkTools:
+    """The tools ``tainted_argument`` looks at, as a container (decided per tool name by the engine's
+    plan, so other tools cost nothing): declared sinks, writes, tools that reach outside."""
+
+    __slots__ = ("_policy",)
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    def __contains__(self, tool: object) -> bool:
+        if not isinstance(tool, str):
+            return False
+        p = self._policy
+        if tool in p.taint.sinks:
+            return True
+        return p.taint.default_sinks and (p.is_write(tool) or p.taint.reaches_outside(tool))
+
+
 class PolicyError(ConfigError):
     what = "invalid policy"
 
@@ -171,6 +189,11 @@ class Policy(BaseModel):
     def needs_messages(self) -> bool:
         """Whether the engine keeps the latest model call's messages (content rules or taint)."""
         return self.needs_content or (self.taint.enabled and self.rule_enabled("tainted_argument"))
+
+    @functools.cached_property
+    def sink_tools(self) -> SinkTools:
+        """``tool in policy.sink_tools``: a tool some argument of which may be a taint sink."""
+        return SinkTools(self)
 
     def sinks_for(self, tool: str) -> tuple[dict[str, str] | None, bool]:
         """A tool's declared sinks (``taint.sinks``) and whether its other string arguments are

@@ -13,7 +13,8 @@ taint:
 Defaults: every tool result is untrusted, the user's messages and the system prompt are trusted;
 besides the declared sinks, the string arguments of writes (judged by the IBANs, e-mail
 addresses, URLs and phone numbers in them) and arguments named like a URL (``url_arguments``)
-of any tool are sinks (``default_sinks: false`` keeps only the declared ones).
+of tools that reach outside (by name: ``outside_words``) are sinks (``default_sinks: false``
+keeps only the declared ones).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class TaintPolicy(_Model):
     sinks: dict[str, dict[str, ValueType]] = {}
     default_sinks: bool = True
     url_arguments: list[str] = ["url", "uri", "link", "href", "website", "endpoint"]
+    # a tool reaches outside when its name holds one of these: its URL arguments are sinks
+    outside_words: list[str] = ["fetch", "browse", "http", "web", "url", "download", "visit", "navigate", "scrape",
+                                "crawl", "link", "open_page"]
     max_bytes: int = Field(default=65_536, ge=1_024, le=64 * 1_048_576)  # per run, and per conversation
     show_values: bool = False  # findings carry the sink value in clear (only if content may go to logs)
 
@@ -51,6 +55,11 @@ class TaintPolicy(_Model):
     @functools.cached_property
     def url_names(self) -> frozenset[str]:
         return frozenset(n.lower() for n in self.url_arguments)
+
+    def reaches_outside(self, tool: str) -> bool:
+        """Whether a tool's name says it reaches outside (``outside_words``)."""
+        name = tool.lower()
+        return any(w in name for w in self.outside_words)
 
     @functools.cached_property
     def url_argument(self) -> re.Pattern[str]:

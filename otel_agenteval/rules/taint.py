@@ -127,11 +127,11 @@ def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
     return False
 
 
-def _enabled(policy: Policy) -> frozenset[str] | None:
-    return None if policy.taint.enabled else frozenset()
+def _sink_tools(policy: Policy) -> Any:
+    return policy.sink_tools if policy.taint.enabled else frozenset()
 
 
-@applies_to((ToolStep, Finish), _enabled, guard=True)
+@applies_to((ToolStep, Finish), _sink_tools, guard=True)
 def tainted_argument(event: Event, check: Check) -> list[Any] | None:
     t = check.trajectory
     if isinstance(event, Finish):
