@@ -18,10 +18,10 @@ from ..policy.policy import Policy
 from ..reading import provenance as pv
 from ..reading.content import messages_of
 from ..reading.span_values import result_text
-from .check import Check, Event, Finish, applies_to
+from .check import Check, Event, applies_to
 
 _KEY = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
-_TRUSTED = "taint_trusted"  # the trusted tokens and text of the latest model call read
+_TRUSTED = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
 MAX_PENDING_TURNS = 4  # finished turns whose results were not read yet, kept by their conversation
 
 
@@ -131,12 +131,9 @@ def _sink_tools(policy: Policy) -> Any:
     return policy.sink_tools if policy.taint.enabled else frozenset()
 
 
-@applies_to((ToolStep, Finish), _sink_tools, guard=True)
+@applies_to((ToolStep,), _sink_tools, guard=True)
 def tainted_argument(event: Event, check: Check) -> list[Any] | None:
     t = check.trajectory
-    if isinstance(event, Finish):
-        _carry_over(check, t)
-        return None
     conv = t.conversation
     if not isinstance(event, ToolStep) or not t.steps and (conv is None or _KEY not in conv.extra):
         return None
@@ -186,8 +183,9 @@ def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src
                            source_span_id=format(src.span_id, "016x"), user_pointed=user_pointed)
 
 
-def _carry_over(check: Check, t: Trajectory) -> None:
-    """A finished turn's tokens, and its steps not read yet (by reference), go to its conversation."""
+def carry_over(t: Trajectory, policy: Policy) -> None:
+    """At a run's end (called by the engine when taint is on): its tokens, and its steps not read yet
+    (by reference), go to its conversation; what its bounds trimmed is counted on the run."""
     own: pv.Provenance | None = t.extra.get(_KEY)
     conv = t.conversation
     if conv is None or not t.steps:
@@ -196,7 +194,7 @@ def _carry_over(check: Check, t: Trajectory) -> None:
         return
     prov: pv.Provenance | None = conv.extra.get(_KEY)
     if prov is None:
-        prov = conv.extra[_KEY] = pv.Provenance(check.policy.taint.max_bytes)
+        prov = conv.extra[_KEY] = pv.Provenance(policy.taint.max_bytes)
     start = 0
     if own is not None:
         prov.merge(own)
