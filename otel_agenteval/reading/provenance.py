@@ -22,6 +22,7 @@ _IDENT: Final = re.compile(
     r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
     r"|(?P<phone>(?<![\w-])\+?\(?\d[\d ().-]{6,}\d(?![\w-]))",
     re.IGNORECASE)
+_MAYBE_IDENT: Final = re.compile(r"[.@]|\d\d")  # no identifier without one of these: skip the long pattern
 _WORD: Final = re.compile(r"[\w@+-][\w.@+-]{2,}")
 _FIELD_LINE: Final = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
 _SCHEME: Final = re.compile(r"^[a-z][a-z0-9+.-]*://")
@@ -58,6 +59,8 @@ def token(kind: str, normal: str) -> int:
 def identifiers(text: str) -> list[tuple[str, str]]:
     """The typed identifiers in ``text``: ``(kind, normalised value)``, URLs also by their host."""
     out: list[tuple[str, str]] = []
+    if _MAYBE_IDENT.search(text) is None:
+        return out
     for m in _IDENT.finditer(text):
         kind = m.lastgroup or ""
         normal = normal_value(kind, m.group())
