@@ -22,7 +22,9 @@ _IDENT: Final = re.compile(
     r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
     r"|(?P<phone>(?<![\w-])\+?\(?\d[\d ().-]{6,}\d(?![\w-]))",
     re.IGNORECASE)
-_MAYBE_IDENT: Final = re.compile(r"[.@]|\d\d")  # no identifier without one of these: skip the long pattern
+# no identifier without one of these (a dot or @, an IBAN's country and check digits, a phone's
+# digits): text without any skips the long pattern
+_MAYBE_IDENT: Final = re.compile(r"[.@]|[a-z]{2}\d\d|\d[\d ().-]{6,}\d", re.IGNORECASE)
 _WORD: Final = re.compile(r"[\w@+-][\w.@+-]{2,}")
 _FIELD_LINE: Final = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
 _SCHEME: Final = re.compile(r"^[a-z][a-z0-9+.-]*://")
@@ -54,6 +56,11 @@ def normal_value(kind: str, value: str) -> str:
 def token(kind: str, normal: str) -> int:
     """The hash a normalised value is kept as (in this process only: tokens are never written out)."""
     return hash(kind + "\x00" + normal)
+
+
+def may_hold_identifier(text: str) -> bool:
+    """A cheap test: ``False`` means :func:`identifiers` finds nothing in ``text``."""
+    return _MAYBE_IDENT.search(text) is not None
 
 
 def identifiers(text: str) -> list[tuple[str, str]]:

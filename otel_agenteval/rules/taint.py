@@ -22,6 +22,7 @@ from .check import Check, Event, applies_to
 
 _KEY = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
 _TRUSTED = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
+_NONE: list[int] = []  # no tokens (never appended to)
 MAX_PENDING_TURNS = 4  # finished turns whose results were not read yet, kept by their conversation
 
 
@@ -57,6 +58,8 @@ def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]]:
     if kind in ("account_id", "password"):
         normal = pv.normal_value("word", value)
         return [pv.token("word", normal)], [normal]
+    if not pv.may_hold_identifier(value):
+        return _NONE, []
     found = pv.identifiers(value)  # free text: judged by its identifiers
     return [pv.token(k, v) for k, v in found], [v for _, v in found]
 
