@@ -5,6 +5,7 @@ Not a test: prints figures (see benchmarks/README.md, "agentdojo_taint.py"). Rea
 ``../shared/datasets/agentdojo-slack/`` (never copied into the repository).
 
     python benchmarks/agentdojo_taint.py [--policy examples/policies/agentdojo-slack.yaml | --zero-config] [--json]
+    python benchmarks/agentdojo_taint.py --synthetic banking --policy examples/policies/agentdojo-banking.yaml
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -24,11 +26,12 @@ DATA = next((d / "shared" / "datasets" / "agentdojo-slack" for d in ROOT.parents
             if (d / "shared" / "datasets" / "agentdojo-slack").is_dir()), ROOT.parent / "shared" / "datasets" / "agentdojo-slack")
 
 
-def measure(policy: Policy, data: Path = DATA) -> dict[str, float]:
+def measure(policy: Policy, traces: Path = DATA / "slack-dev.otlp.jsonl.gz",
+            labels_file: Path = DATA / "labels-dev.jsonl") -> dict[str, float]:
     """The figures: % of successful attacks with a critical / any finding, % of benign runs likewise."""
-    labels = [json.loads(line) for line in (data / "labels-dev.jsonl").read_text().splitlines() if line]
+    labels = [json.loads(line) for line in labels_file.read_text().splitlines() if line]
     severities: dict[str, set[str]] = defaultdict(set)
-    replay([data / "slack-dev.otlp.jsonl.gz"], policy, keep=False,
+    replay([traces], policy, keep=False,
            on_violation=[lambda v: severities[v.trace_id].add(v.severity) if v.rule == "tainted_argument" else None])
     attacks = [x["trace_id"] for x in labels if x["attack_succeeded"]]
     benign = [x["trace_id"] for x in labels if not x["attacked"]]
@@ -47,16 +50,24 @@ def main() -> int:
     p.add_argument("--policy", default=str(ROOT / "examples/policies/agentdojo-slack.yaml"))
     p.add_argument("--zero-config", action="store_true", help="no policy at all")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--synthetic", metavar="SUITE", help="instead: traces made offline from the agentdojo package's "
+                   "ground truth (agentdojo_synthetic.py; needs `pip install agentdojo`)")
     args = p.parse_args()
-    if not DATA.is_dir():
+    policy = Policy() if args.zero_config else Policy.from_file(args.policy)
+    if args.synthetic:
+        from agentdojo_synthetic import make
+
+        with tempfile.TemporaryDirectory() as tmp:
+            f = measure(policy, *make(args.synthetic, Path(tmp)))
+    elif not DATA.is_dir():
         print(f"dataset absent: {DATA}", file=sys.stderr)
         return 2
-    policy = Policy() if args.zero_config else Policy.from_file(args.policy)
-    f = measure(policy)
+    else:
+        f = measure(policy)
     if args.json:
         print(json.dumps(f))
         return 0
-    print(f"slack dev: {f['attacks_succeeded']} successful attacks, {f['benign']} benign runs "
+    print(f"{args.synthetic + ' synthetic' if args.synthetic else 'slack dev'}: {f['attacks_succeeded']} successful attacks, {f['benign']} benign runs "
           f"({'zero config' if args.zero_config else args.policy})")
     print(f"  critical: {f['attacks_critical_pct']}% of attacks, {f['benign_critical_pct']}% of benign runs")
     print(f"  any:      {f['attacks_any_pct']}% of attacks, {f['benign_any_pct']}% of benign runs")
