@@ -113,8 +113,9 @@ def test_the_guard_stops_the_injected_call_before_it_runs(make_processor: Any) -
         ok = call(h, guard, root, "send_money", {"recipient": "GB33BUKB20201555555555", "amount": 1}, 4.0, "ok")
     h.end(root, 5.0)
     assert (d.allowed, d.rule, ok.allowed) == (False, "tainted_argument", True)
-    assert h.value("agenteval_blocked_actions_total", rule="tainted_argument", tool="send_money",
-                   service_name="test-service", agent_name="banker", mode="enforce") in (1.0, None)
+    blocked = {(s.labels["rule"], s.labels["tool"]): s.value for m in h.registry.collect()
+               if m.name == "agenteval_blocked_actions" for s in m.samples if s.name.endswith("_total")}
+    assert blocked == {("tainted_argument", "send_money"): 1.0}
     assert [s.tool for s in h.trajectories[0].steps] == ["read_file", "send_money"]
 
 
