@@ -69,11 +69,11 @@ def _provenance(check: Check, t: Trajectory) -> pv.Provenance:
     taint = check.policy.taint
     prov: pv.Provenance | None = t.extra.get(_KEY)
     if prov is None:
-        prov = t.extra[_KEY] = pv.Provenance(taint.max_bytes)
+        prov = t.extra.setdefault(_KEY, pv.Provenance(taint.max_bytes))
     steps = t.steps
-    while prov.cursor < len(steps):
-        s = steps[prov.cursor]
-        prov.cursor += 1
+    while (i := prov.cursor) < len(steps):  # the guard may read alongside the processor: at worst twice
+        prov.cursor = i + 1
+        s = steps[i]
         _read(prov, check.policy, s.tool, s.span_id, s.arguments, result_text(s.raw_result))
     return prov
 
