@@ -154,12 +154,17 @@ def tainted_argument(event: Event, check: Check) -> list[Any] | None:
     for arg, kind, value, tokens, normals in wanted:
         hit: pv.Source | None = None
         hit_at = -1
+        vouched = False  # a trusted result holds the value (or its host): clean
         for i, tok in enumerate(tokens):
-            src = own.tokens.get(tok) or (earlier.tokens.get(tok) if earlier is not None else None)
-            if src is not None and not src.trusted:
-                hit, hit_at = src, i
-                break
-        if hit is None:
+            for store in (own, earlier):
+                src = store.tokens.get(tok) if store is not None else None
+                if src is None:
+                    continue
+                if src.trusted:
+                    vouched = True
+                elif hit is None:
+                    hit, hit_at = src, i
+        if hit is None or vouched:
             continue
         if trusted is None:
             trusted = _trusted(t, event.start_ns)
