@@ -10,7 +10,7 @@ is not checked again: :mod:`._threadstate` marks that thread.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any, Final
 
 import structlog
@@ -75,8 +75,8 @@ class Dispatch:
             getattr(r, "__name__", "") == "tainted_argument" for r in self.rules)
         self.by_event: dict[type, tuple[Rule, ...]] = {}
         self.gated: dict[type, tuple[Rule, ...]] = {}  # called only when an event crosses the budget
-        tool_scope: list[tuple[Rule, frozenset[str] | None]] = []
-        repeat_scope: list[tuple[Rule, frozenset[str] | None]] = []
+        tool_scope: list[tuple[Rule, Container[str] | None]] = []  # a set of names, or a container deciding
+        repeat_scope: list[tuple[Rule, Container[str] | None]] = []
         for kind in (ToolStep, LLMCall, Finish):
             chosen, gated = [], []
             for rule in self.rules:

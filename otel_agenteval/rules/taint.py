@@ -11,6 +11,7 @@ them (:mod:`..reading.provenance`); the guard asks the same question before the 
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from ..model.trajectory import ToolStep, Trajectory, short_hash
@@ -130,7 +131,7 @@ def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
     return False
 
 
-def _sink_tools(policy: Policy) -> Any:
+def _sink_tools(policy: Policy) -> Container[str]:
     return policy.sink_tools if policy.taint.enabled else frozenset()
 
 
