@@ -35,6 +35,7 @@ class RunEvents:
         self.stats = stats
         self.needs_confirmations = policy.needs_confirmations
         self.needs_content = policy.needs_content
+        self.keeps_chat = policy.needs_messages  # confirmation, grounding or taint read the latest messages
 
     def apply(self, run: Run, a: Arrival, now: int) -> None:
         """An arrival that waited in the run's inbox: a span's end, or the run's early finalisation."""
@@ -146,7 +147,7 @@ class RunEvents:
             if gate:
                 dispatch.run(call, self._check(run, t), out, dispatch.gated_llm)
         self.assembler.llm(t, inp, outp, cost)
-        if self.needs_content:  # the latest model call's messages, for confirmation/grounding
+        if self.keeps_chat:  # the latest model call's messages, for confirmation/grounding/taint
             t.extra["prev_chat"] = t.extra.get("last_chat")
             t.extra["last_chat"] = (end_ns, span)
 

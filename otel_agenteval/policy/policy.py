@@ -33,6 +33,7 @@ from .sections import (
     SameSubject,
     ToolPolicy,
 )
+from .taint_section import TaintPolicy
 
 # the names users import from here (the sections and the errors live next door)
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "PolicyError",
     "Price",
     "SameSubject",
+    "TaintPolicy",
     "ToolPolicy",
     "load_yaml",
     "with_lines",
@@ -68,6 +70,24 @@ class WriteTools:
 
     def __contains__(self, tool: object) -> bool:
         return isinstance(tool, str) and self._policy.is_write(tool)
+
+
+class SinkTools:
+    """The tools ``tainted_argument`` looks at, as a container (decided per tool name by the engine's
+    plan, so other tools cost nothing): declared sinks, writes, tools that reach outside."""
+
+    __slots__ = ("_policy",)
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    def __contains__(self, tool: object) -> bool:
+        if not isinstance(tool, str):
+            return False
+        p = self._policy
+        if tool in p.taint.sinks:
+            return True
+        return p.taint.default_sinks and (p.is_write(tool) or p.taint.reaches_outside(tool))
 
 
 class PolicyError(ConfigError):
@@ -93,6 +113,7 @@ class Policy(BaseModel):
     infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
     guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard/guard.py)
     judge: JudgePolicy = JudgePolicy()  # the sampled judge beside the rules (docs/judge.md)
+    taint: TaintPolicy = TaintPolicy()  # sources and sinks of tainted_argument (taint_section.py)
 
     @field_validator("custom_rules")
     @classmethod
@@ -166,6 +187,32 @@ class Policy(BaseModel):
         """Whether rules read message content (confirmation from messages, grounding)."""
         return (self.needs_confirmations and self.confirmation.from_messages) or any(
             t.grounded for t in self.tools.values())
+
+    @functools.cached_property
+    def needs_messages(self) -> bool:
+        """Whether the engine keeps the latest model call's messages (content rules or taint)."""
+        return self.needs_content or (self.taint.enabled and self.rule_enabled("tainted_argument"))
+
+    @functools.cached_property
+    def sink_tools(self) -> SinkTools:
+        """``tool in policy.sink_tools``: a tool some argument of which may be a taint sink."""
+        return SinkTools(self)
+
+    def sinks_for(self, tool: str) -> tuple[dict[str, str] | None, bool]:
+        """A tool's declared sinks (``taint.sinks``) and whether its other string arguments are
+        sinks too (a write, with ``default_sinks``). Cached per tool name."""
+        return self._sinks(tool)
+
+    @functools.cached_property
+    def _sinks(self) -> Any:
+        taint = self.taint
+
+        @functools.lru_cache(maxsize=1024)
+        def resolve(tool: str) -> tuple[dict[str, str] | None, bool]:
+            declared = taint.sinks.get(tool)
+            return (dict(declared) if declared is not None else None), taint.default_sinks and self.is_write(tool)
+
+        return resolve
 
     def tool(self, name: str) -> ToolPolicy | None:
         return self.tools.get(name)
