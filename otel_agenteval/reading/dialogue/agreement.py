@@ -1,0 +1,149 @@
+"""Did the user agree to this write? The dialogue model, read at the write from the conversation.
+
+The user's turns since the last *request* (a turn that answers nothing the agent asked) are read
+backwards. A turn that answers an agent turn asking for agreement ("Shall I …?", "Please
+confirm …") with an affirmation is a *yes*; with a refusal, a *no*. The *proposal* a yes answers
+is the agent's turns since that request: it must name the action (a word of the policy's ``says``,
+if set) and show the call's key values (see
+:mod:`.values`), except an identifier established earlier in the dialogue when the proposal
+names no rival of it (see :func:`_in_context`). The first yes whose proposal shows them covers
+the call. One yes covers each distinct action its proposal showed
+(``yes, cancel both``), each once: the key of what it covered is ``(turn, action)``.
+
+:func:`read` gives a :class:`Reading`: the covering yes (if any), or why none covers, with the
+message index of the reply and the proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..content import Message
+from .lexicon import Words
+from .values import KeyValue, Text, is_identifier, key_values, names_action, shows
+
+
+class Turn:
+    """One user turn as the model reads it."""
+
+    __slots__ = ("answer", "asked", "index", "kind", "proposal")
+
+    def __init__(self, index: int, kind: str, answer: str | None, asked: int | None, proposal: list[int]) -> None:
+        self.index = index
+        self.kind = kind  # yes | no | answer | request
+        self.answer = answer
+        self.asked = asked  # message index of the agent turn it answers, if that asked
+        self.proposal = proposal  # message indexes of the agent's turns since the last request
+
+
+class Dialogue:
+    """The turns of one model call's input messages, classified once."""
+
+    __slots__ = ("messages", "texts", "turns")
+
+    def __init__(self, messages: Sequence[Message], words: Words) -> None:
+        self.messages = list(messages)
+        self.texts: dict[int, Text] = {}
+        self.turns: list[Turn] = []
+        since_request: list[int] = []
+        for i, m in enumerate(self.messages):
+            if not m.text.strip():
+                continue
+            if m.role == "assistant":
+                since_request.append(i)
+            elif m.role == "user":
+                last = since_request[-1] if since_request else None
+                prev_user = self.turns[-1].index if self.turns else -1
+                agent_before = last is not None and last > prev_user
+                asked = last if agent_before and last is not None and words.asks(self.messages[last].text) else None
+                answer = words.answer(m.text) if asked is not None else None
+                if asked is not None and answer is not None:
+                    kind = answer == "yes" and "yes" or "no"
+                elif agent_before and last is not None and words.requests(self.messages[last].text):
+                    kind = "answer"
+                else:
+                    kind = "request"
+                self.turns.append(Turn(i, kind, answer, asked, list(since_request)))
+                if kind == "request":
+                    since_request = []
+
+    def text(self, index: int) -> Text:
+        t = self.texts.get(index)
+        if t is None:
+            t = self.texts[index] = Text(self.messages[index].text)
+        return t
+
+    def turn_key(self, turn: Turn) -> tuple[int, int]:
+        return (turn.index, hash(self.messages[turn.index].text))
+
+
+class Reading:
+    """What the dialogue says about one write: the covering yes, or the reason there is none."""
+
+    __slots__ = ("action", "key", "not_shown", "proposal", "reason", "reply")
+
+    def __init__(self) -> None:
+        self.key: Any = None  # set when a yes covers the call: (turn key, action)
+        self.reason = "not_asked"  # not_asked | not_shown | declined | covered
+        self.not_shown: list[str] = []
+        self.reply: int | None = None  # message index of the user's reply
+        self.proposal: list[int] = []  # message indexes of the proposal's agent turns
+        self.action: tuple[Any, ...] = ()
+
+
+def action_of(tool: str, values: list[KeyValue]) -> tuple[Any, ...]:
+    """An action as a yes covers it: the tool and its key values, in a stable order."""
+    return (tool, *sorted((p, repr(v)) for p, v in values))
+
+
+def _in_context(d: Dialogue, turn: Turn, value: Any, rivals: Iterable[Any], texts: list[Text]) -> bool:
+    """An identifier the proposal does not name, established earlier in the dialogue (the
+    reservation being talked about), unless the proposal names a rival: another value of the
+    same argument the run used before (then the yes was to something else)."""
+    if not is_identifier(value) or any(shows(r, t) for r in rivals if r != value for t in texts):
+        return False
+    return any(shows(value, d.text(i)) for i, m in enumerate(d.messages[:turn.index]) if m.text and m.role in ("user", "assistant"))
+
+
+def _missing(d: Dialogue, turn: Turn, values: list[KeyValue], rivals: Mapping[str, Iterable[Any]],
+             words: Sequence[str] | None) -> list[str]:
+    texts = [d.text(i) for i in turn.proposal]
+    seen: list[str] = [] if any(names_action(words, t) for t in texts) else ["action"]
+    for path, value in values:
+        if path in seen or any(shows(value, t) for t in texts):
+            continue
+        if not _in_context(d, turn, value, rivals.get(path, ()), texts):
+            seen.append(path)
+    return seen
+
+
+def read(d: Dialogue, tool: str, arguments: dict[str, Any], shows_paths: Sequence[str] | None,
+         rivals: Mapping[str, Iterable[Any]] | None = None, says: Sequence[str] | None = None) -> Reading:
+    """The user's agreement to ``tool(arguments)`` in this dialogue (see the module's docstring).
+    ``rivals``: per key path, the values earlier calls of the run passed for it; ``says``: words
+    naming the action, one of which the proposal must have (``None``: not checked)."""
+    rivals = rivals or {}
+    values = key_values(arguments, shows_paths)
+    r = Reading()
+    r.action = action_of(tool, values)
+    first: Reading | None = None
+    for turn in reversed(d.turns):
+        if turn.kind == "yes":
+            missing = _missing(d, turn, values, rivals, says)
+            if not missing:
+                r.reason, r.reply, r.proposal = "covered", turn.index, turn.proposal
+                r.key = (d.turn_key(turn), r.action)
+                return r
+            if first is None:
+                first = Reading()
+                first.reason, first.not_shown, first.reply, first.proposal = "not_shown", missing, turn.index, turn.proposal
+        elif turn.kind == "no" and first is None:
+            first = Reading()
+            first.reason, first.reply, first.proposal = "declined", turn.index, turn.proposal
+        if turn.kind == "request":
+            break
+    if first is not None:
+        first.action = r.action
+        return first
+    return r

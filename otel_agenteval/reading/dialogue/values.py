@@ -1,0 +1,197 @@
+"""A write's key values, and whether a turn of the dialogue shows them.
+
+Key values: the argument paths the policy names (``confirmation: {shows: [reservation_id,
+payment_methods.amount]}``; a dotted path walks into objects and lists), or, with none named,
+the leaves whose type says they matter to the user: identifiers, money, dates, e-mail addresses,
+IBANs. Never every argument: free text, flags and counts are not inferred.
+
+Shown: compared after normalisation, so ``1047``, ``$1,047.00`` and ``1 047 €`` are one amount,
+``2024-05-20`` and ``May 20th`` one date, ``FQ8APE`` and ``fq8ape`` one id; a list is shown when
+each of its members is, in any order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ...model.normalise import build
+
+KeyValue = tuple[str, Any]  # (path, value)
+
+_MONEY_NAMES = re.compile(r"(amount|price|total|cost|fee|refund|balance|sum|charge|payment_amount)$")
+_ID_NAMES = re.compile(r"(^id$|_id$|Id$|_number$|_code$|^iban$|_iban$)")
+_ID_VALUE = re.compile(r"^(?=[A-Za-z0-9_\-#./]*\d)(?=[A-Za-z0-9_\-#./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-#./]{3,}$|^\d{4,}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
+_IBAN = re.compile(r"^[A-Z]{2}\d{2}[A-Z0-9 ]{10,30}$")
+_DATE_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_parse_date = build("date")
+
+
+def _leaves(value: Any, path: str) -> Iterator[KeyValue]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v, path)
+    else:
+        yield path, value
+
+
+def _at(value: Any, parts: Sequence[str]) -> Iterator[Any]:
+    if not parts:
+        if isinstance(value, list):
+            for v in value:
+                yield from _at(v, parts)
+        else:
+            yield value
+        return
+    if isinstance(value, list):
+        for v in value:
+            yield from _at(v, parts)
+    elif isinstance(value, dict) and parts[0] in value:
+        yield from _at(value[parts[0]], parts[1:])
+
+
+def _matters(path: str, value: Any) -> bool:
+    """Inferred by type: an id, money, a date, an e-mail address or an IBAN."""
+    if value is None or isinstance(value, bool):
+        return False
+    name = path.rsplit(".", 1)[-1]
+    if isinstance(value, (int, float)):
+        return bool(_MONEY_NAMES.search(name.lower()) or _ID_NAMES.search(name))
+    if not isinstance(value, str):
+        return False
+    v = value.strip()
+    return bool(_ID_NAMES.search(name) or _MONEY_NAMES.search(name.lower()) or _ID_VALUE.match(v)
+                or _EMAIL.match(v) or _IBAN.match(v.upper()) or _DATE_VALUE.match(v))
+
+
+_TOKEN_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-#./]{3,}$")
+
+
+def is_identifier(value: Any) -> bool:
+    """A string that reads as an identifier (one token of four or more letters and digits): not
+    money, not a date, not prose."""
+    if not isinstance(value, str):
+        return False
+    v = value.strip()
+    return bool(_TOKEN_VALUE.match(v)) and not _DATE_VALUE.match(v) and _decimal(v) is None
+
+
+def key_values(arguments: dict[str, Any], shows: Sequence[str] | None) -> list[KeyValue]:
+    """The values a proposal must show for this call: the named paths, or those inferred by type."""
+    if shows is None:
+        return [(p, v) for p, v in _leaves(arguments, "") if _matters(p, v)]
+    out: list[KeyValue] = []
+    for path in shows:
+        out += [(path, v) for v in _at(arguments, path.split(".")) if v is not None]
+    return out
+
+
+def names_action(words: Sequence[str] | None, text: Text) -> bool:
+    """Whether the text has a word starting with one of ``words`` (the policy's ``says``; none
+    named: any text does)."""
+    return not words or any(re.search(rf"(?<![0-9a-z]){re.escape(w)}", text.flat) for w in words)
+
+
+class Text:
+    """A turn's text, read once for every kind of value: words, numbers, dates."""
+
+    __slots__ = ("_dates", "_numbers", "compact", "flat")
+
+    def __init__(self, text: str) -> None:
+        self.flat = " " + " ".join(text.casefold().split()) + " "
+        self.compact = {_compact(t) for t in _TOKEN.findall(self.flat)}
+        self._numbers: set[Decimal] | None = None
+        self._dates: list[tuple[int | None, int, int]] | None = None
+
+    def numbers(self) -> set[Decimal]:
+        if self._numbers is None:
+            self._numbers = set(_numbers_in(self.flat))
+        return self._numbers
+
+    def dates(self) -> list[tuple[int | None, int, int]]:
+        if self._dates is None:
+            self._dates = list(_dates_in(self.flat))
+        return self._dates
+
+
+_TOKEN = re.compile(r"[0-9a-z@][0-9a-z@_\-#./]*[0-9a-z]|[0-9a-z]")
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:[ ,.\u202f']\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)(?![\d])")
+_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_MONTHS = {m: i for i, m in enumerate(
+    "jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_WRITTEN = re.compile(r"\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?\b"
+                      r"|\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?(?:,?\s+(\d{4}))?\b")
+_NUMERIC_DATE = re.compile(r"\b(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})\b")
+
+
+def _compact(token: str) -> str:
+    return re.sub(r"[^0-9a-z@]", "", token)
+
+
+def _decimal(text: str) -> Decimal | None:
+    t = text.replace("\u202f", "").replace("'", "").replace(" ", "")
+    if re.fullmatch(r"\d{1,3}(\.\d{3})+(,\d{1,2})?", t):  # 1.047,50
+        t = t.replace(".", "").replace(",", ".")
+    elif re.fullmatch(r"\d+,\d{1,2}", t):  # 12,50
+        t = t.replace(",", ".")
+    else:
+        t = t.replace(",", "")
+    try:
+        return Decimal(t)
+    except InvalidOperation:
+        return None
+
+
+def _numbers_in(flat: str) -> Iterator[Decimal]:
+    for m in _NUMBER.finditer(flat):
+        d = _decimal(m[1])
+        if d is not None:
+            yield d
+    for w in re.findall(r"[a-z]+", flat):
+        if w in _WORDS:
+            yield Decimal(_WORDS[w])
+
+
+def _dates_in(flat: str) -> Iterator[tuple[int | None, int, int]]:
+    for m in _WRITTEN.finditer(flat):
+        word, day, year = (m[1], m[2], m[3]) if m[1] else (m[5], m[4], m[6])
+        month = _MONTHS.get(word[:3]) if word else None
+        if month is not None and day is not None and 1 <= int(day) <= 31:
+            yield (int(year) if year else None, month, int(day))
+    for m in _NUMERIC_DATE.finditer(flat):
+        d = _parse_date(m[1]) if _parse_date is not None else None
+        if isinstance(d, dt.date):
+            yield (d.year, d.month, d.day)
+
+
+def shows(value: Any, text: Text) -> bool:
+    """Whether the text shows ``value``, after normalisation."""
+    if isinstance(value, list):
+        return all(shows(v, text) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, dict):
+        return True
+    if isinstance(value, (int, float, Decimal)):
+        try:
+            return Decimal(str(value)) in text.numbers()
+        except InvalidOperation:
+            return False
+    raw = str(value).strip()
+    if _DATE_VALUE.match(raw) and _parse_date is not None:
+        d = _parse_date(raw)
+        if isinstance(d, dt.date):
+            return any(m == d.month and day == d.day and y in (None, d.year) for y, m, day in text.dates())
+    money = _decimal(re.sub(r"^[$€£¥]|\s*(usd|eur|gbp|[$€£¥])$", "", raw.casefold()))
+    if money is not None and re.fullmatch(r"[$€£¥]?[\d ,.]+(\s*(usd|eur|gbp|[$€£¥]))?", raw.casefold()):
+        return money in text.numbers()
+    needle = " ".join(raw.casefold().split())
+    if needle and re.search(rf"(?<![0-9a-z]){re.escape(needle)}(?![0-9a-z])", text.flat):
+        return True
+    return bool(_compact(needle)) and _compact(needle) in text.compact
