@@ -16,7 +16,7 @@ message index of the reply and the proposal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..content import Message
@@ -106,24 +106,28 @@ def _in_context(d: Dialogue, turn: Turn, value: Any, rivals: Iterable[Any], text
     return any(shows(value, d.text(i)) for i, m in enumerate(d.messages[:turn.index]) if m.text and m.role in ("user", "assistant"))
 
 
-def _missing(d: Dialogue, turn: Turn, values: list[KeyValue], rivals: Mapping[str, Iterable[Any]],
+def _missing(d: Dialogue, turn: Turn, values: list[KeyValue], rivals: Callable[[str], Iterable[Any]],
              words: Sequence[str] | None) -> list[str]:
     texts = [d.text(i) for i in turn.proposal]
     seen: list[str] = [] if any(names_action(words, t) for t in texts) else ["action"]
     for path, value in values:
         if path in seen or any(shows(value, t) for t in texts):
             continue
-        if not _in_context(d, turn, value, rivals.get(path, ()), texts):
+        if not _in_context(d, turn, value, rivals(path), texts):
             seen.append(path)
     return seen
 
 
+def _no_rivals(path: str) -> Iterable[Any]:
+    return ()
+
+
 def read(d: Dialogue, tool: str, arguments: dict[str, Any], shows_paths: Sequence[str] | None,
-         rivals: Mapping[str, Iterable[Any]] | None = None, says: Sequence[str] | None = None) -> Reading:
+         rivals: Callable[[str], Iterable[Any]] | None = None, says: Sequence[str] | None = None) -> Reading:
     """The user's agreement to ``tool(arguments)`` in this dialogue (see the module's docstring).
     ``rivals``: per key path, the values earlier calls of the run passed for it; ``says``: words
     naming the action, one of which the proposal must have (``None``: not checked)."""
-    rivals = rivals or {}
+    rivals = rivals or _no_rivals
     values = key_values(arguments, shows_paths)
     r = Reading()
     r.action = action_of(tool, values)

@@ -14,8 +14,8 @@ from ...policy.policy import Policy, ToolPolicy
 from ...policy.sections import Lexicon
 from ..content import messages_of
 from .agreement import Dialogue, Reading, read
-from .values import key_values
 from .lexicon import Words
+from .values import key_values
 
 _WORDS: dict[int, tuple[Lexicon, Words]] = {}
 
@@ -74,18 +74,18 @@ def reading_at(step: ToolStep, t: Trajectory, policy: Policy) -> tuple[Reading, 
     tp = policy.tools.get(step.tool)
     paths = shows_paths(tp) if tp is not None else None
     says = tp.confirmation.says if tp is not None and tp.confirmation is not None else None
-    return read(d, step.tool, step.arguments, paths, _Rivals(t, paths, step), says), span
+    return read(d, step.tool, step.arguments, paths, _Rivals(t, step), says), span
 
 
 class _Rivals:
     """Per key path, the values earlier calls of the run passed for it (computed if asked)."""
 
-    def __init__(self, t: Trajectory, paths: list[str] | None, step: ToolStep) -> None:
+    def __init__(self, t: Trajectory, step: ToolStep) -> None:
         self._t = t
         self._step = step
         self._got: dict[str, list[Any]] = {}
 
-    def get(self, path: str, default: Any = ()) -> list[Any]:
+    def __call__(self, path: str) -> list[Any]:
         got = self._got.get(path)
         if got is None:
             got = self._got[path] = [v for s in self._t.steps if s is not self._step and s.start_ns <= self._step.start_ns
