@@ -3,7 +3,7 @@
 Built-in words in English, French, German, Spanish, Portuguese and Italian; a policy adds its own
 (``confirmation.lexicon``). An affirmation counts wherever it stands in the reply ("Everything
 looks correct. Yes, …"); a negation just before it turns it into a refusal ("don't proceed"), and
-only then: "Yes, please cancel it" is a yes. A reply that opens with a refusal is a no.
+only then: "Yes, please cancel it" is a yes. A reply that opens with a refusal ("No, …") is a no; "no extra bags" further on is not.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ AFFIRM = (
     # it
     "sì", "certo", "va bene", "d'accordo", "procedi", "confermo", "confermato", "volentieri",
 )
-REFUSE = (
-    "no", "nope", "nah", "don't", "do not", "stop", "wait", "hold on", "never mind", "not now", "not yet",
-    "rather not", "changed my mind", "non", "nein", "não", "nunca", "mai", "pas maintenant", "attendez",
-    "warten sie", "espere", "aspetta",
+OPENS_REFUSAL = (  # a no when it opens the reply: "No, don't do that."
+    "no", "nope", "nah", "don't", "do not", "stop", "wait", "non", "nein", "não", "nunca", "mai",
+)
+REFUSE = (  # a no wherever it stands
+    "hold on", "never mind", "not now", "not yet", "rather not", "changed my mind", "pas maintenant",
+    "attendez", "warten sie", "espere", "aspetta",
 )
 NOT_REFUSAL = ("no problem", "no worries", "no rush", "non-refundable", "no later than")
 NEGATE = (
@@ -92,7 +94,7 @@ class Words:
         # a negation up to three words before an affirmation: "don't proceed", "I do not want to go ahead"
         self.negated = re.compile(rf"(?<![\w'’])(?:{negators})(?:\W+\w+){{0,2}}?\W+(?:{_alternation((*AFFIRM, *extra.affirm))})"
                                   r"(?![\w'’])|\w+n['’]t\s+(?:\w+\s+){0,2}?(?:" + _alternation((*AFFIRM, *extra.affirm)) + r")(?![\w'’])")
-        self.opens_refusal = re.compile(rf"^\W*(?:{_alternation((*REFUSE, *extra.refuse))})(?![\w'’])")
+        self.opens_refusal = re.compile(rf"^\W*(?:{_alternation((*OPENS_REFUSAL, *extra.refuse))})(?![\w'’])")
         self.not_refusal = _pattern(NOT_REFUSAL)
 
     def asks(self, text: str) -> bool:
