@@ -127,8 +127,8 @@ _WORDS = {w: i for i, w in enumerate(
     ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])}
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
-_WRITTEN = re.compile(r"\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?\b"
-                      r"|\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?(?:,?\s+(\d{4}))?\b")
+_MONTH_DAY = re.compile(r"\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?\b")
+_DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?(?:,?\s+(\d{4}))?\b")
 _NUMERIC_DATE = re.compile(r"\b(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})\b")
 
 
@@ -161,10 +161,11 @@ def _numbers_in(flat: str) -> Iterator[Decimal]:
 
 
 def _dates_in(flat: str) -> Iterator[tuple[int | None, int, int]]:
-    for m in _WRITTEN.finditer(flat):
-        word, day, year = (m[1], m[2], m[3]) if m[1] else (m[5], m[4], m[6])
-        month = _MONTHS.get(word[:3]) if word else None
-        if month is not None and day is not None and 1 <= int(day) <= 31:
+    found = [(m[1], m[2], m[3]) for m in _MONTH_DAY.finditer(flat)]
+    found += [(m[2], m[1], m[3]) for m in _DAY_MONTH.finditer(flat)]
+    for word, day, year in found:
+        month = _MONTHS.get(word[:3])
+        if month is not None and 1 <= int(day) <= 31:
             yield (int(year) if year else None, month, int(day))
     for m in _NUMERIC_DATE.finditer(flat):
         d = _parse_date(m[1]) if _parse_date is not None else None
