@@ -104,3 +104,29 @@ def test_confirmation_showed_tells_whether_the_covering_yes_showed_a_value(make_
     h.tool(root, "cancel_reservation", {"reservation_id": "HATHAT"}, at=2)
     h.end(root, 3)
     assert ASKED == [(True, True, False)]
+
+
+def test_init_proposes_confirmation_for_writes_users_agreed_to_and_no_write_for_hand_offs(
+        make_processor: Any, tmp_path: Path, capsys: Any) -> None:
+    h = make_processor()
+    exporter = InMemorySpanExporter()
+    h.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for i in range(4):
+        rid = f"RES{i}X"
+        root = h.agent("airline_agent", at=i * 10.0, conv=f"c{i}")
+        _chat(h, root, i * 10.0 + 1, ("user", "cancel my trip"),
+              ("assistant", f"Shall I cancel reservation {rid} ({'$'}{100 + i} refund)?"), ("user", "yes please"))
+        h.tool(root, "cancel_reservation", {"reservation_id": rid, "reason": "change of plan"}, at=i * 10.0 + 2)
+        h.tool(root, "transfer_to_human_agents", {"summary": "wants a refund"}, at=i * 10.0 + 3)
+        h.tool(root, "add_note", {"note_id": f"N{i}77"}, at=i * 10.0 + 4)  # a write nobody was asked about
+        h.end(root, i * 10.0 + 5)
+    h.provider.force_flush()
+    path = tf.otlp_json_lines(list(exporter.get_finished_spans()), tmp_path / "t.jsonl")
+    out = tmp_path / "agenteval.yaml"
+    assert main(["init", "--from", str(path), "-o", str(out)]) == 0
+    policy = Policy.from_file(out)
+    cancel, add = policy.tools["cancel_reservation"], policy.tools["add_note"]
+    assert (cancel.requires_confirmation, cancel.confirmation and cancel.confirmation.shows) == (True, ["reservation_id"])
+    assert (add.write, add.requires_confirmation) == (True, False)
+    assert not policy.is_write("transfer_to_human_agents")
+    assert "hand-off, not a write" in out.read_text()
