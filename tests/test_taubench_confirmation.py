@@ -130,3 +130,10 @@ def test_init_proposes_confirmation_for_writes_users_agreed_to_and_no_write_for_
     assert (add.write, add.requires_confirmation) == (True, False)
     assert not policy.is_write("transfer_to_human_agents")
     assert "hand-off, not a write" in out.read_text()
+
+
+def test_an_undo_of_a_tool_the_policy_does_not_name_is_an_error(tmp_path: Path, capsys: Any) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(AIRLINE.replace("undoes: {tool: book_reservation", "undoes: {tool: book_reservations"))
+    assert main(["check-policy", str(bad)]) == 2
+    assert "cancel_reservation.undoes.tool: 'book_reservations' is not a tool of this policy" in capsys.readouterr().err
