@@ -23,7 +23,7 @@ from ..model.trajectory import ToolStep, Trajectory, parse_arguments
 from ..policy.policy import Policy, ToolPolicy
 from . import semconv as sc
 from .content import is_affirmative
-from .dialogue.at_write import agreed_values, reading_at, reasons
+from .dialogue.at_write import reading_at, reasons
 from .dialogue.values import shows
 from .span_values import result_text
 
@@ -178,8 +178,7 @@ def message_confirmation(step: ToolStep, t: Trajectory, tp: ToolPolicy, policy: 
     if found is None or found[0].key is None:
         return None
     chat_end = t.extra["dialogue"][0][0]
-    return Confirmation(time_ns=chat_end, tool=step.tool, args={}, source="messages", key=found[0].key,
-                        extra={"agreed": agreed_values(step, policy)})
+    return Confirmation(time_ns=chat_end, tool=step.tool, args={}, source="messages", key=found[0].key)
 
 
 def _store(t: Trajectory) -> dict[str, Any]:
@@ -256,7 +255,7 @@ def use(conf: Confirmation, step: ToolStep, t: Trajectory) -> None:
             used_turns(t).add(conf.key)
         held_turns(t).pop(conf.key, None)
         agreed: dict[Any, Any] = _store(t).setdefault("agreed_calls", {})
-        agreed[conf.key[0]] = conf.extra.get("agreed")
+        agreed[conf.key[0]] = conf.key[1]  # the action it covered: tool and key values
         while len(agreed) > MAX_KEPT:
             del agreed[next(iter(agreed))]
     else:

@@ -16,7 +16,7 @@ message index of the reply and the proposal.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..content import Message
@@ -38,35 +38,73 @@ class Turn:
 
 
 class Dialogue:
-    """The turns of one model call's input messages, classified once."""
+    """The turns of one model call's input messages, each user turn classified when first read
+    (walking back from the end, most are never read)."""
 
-    __slots__ = ("messages", "texts", "turns")
+    __slots__ = ("_compact", "_turns", "_words", "gaps", "messages", "texts", "users")
 
     def __init__(self, messages: Sequence[Message], words: Words) -> None:
         self.messages = list(messages)
         self.texts: dict[int, Text] = {}
-        self.turns: list[Turn] = []
-        since_request: list[int] = []
+        self._words = words
+        self._turns: dict[int, Turn] = {}
+        self._compact: dict[int, str] = {}
+        self.users: list[int] = []  # message indexes of the user's turns with text
+        self.gaps: list[list[int]] = []  # per user turn: the agent's turns with text just before it
+        gap: list[int] = []
         for i, m in enumerate(self.messages):
             if not m.text.strip():
                 continue
             if m.role == "assistant":
-                since_request.append(i)
+                gap.append(i)
             elif m.role == "user":
-                last = since_request[-1] if since_request else None
-                prev_user = self.turns[-1].index if self.turns else -1
-                agent_before = last is not None and last > prev_user
-                asked = last if agent_before and last is not None and words.asks(self.messages[last].text) else None
-                answer = words.answer(m.text) if asked is not None else None
-                if asked is not None and answer is not None:
-                    kind = answer == "yes" and "yes" or "no"
-                elif agent_before and last is not None and words.requests(self.messages[last].text):
+                self.users.append(i)
+                self.gaps.append(gap)
+                gap = []
+
+    def compact(self, index: int) -> str:
+        """A message's letters and digits only, case folded (a cheap first look for an id)."""
+        got = self._compact.get(index)
+        if got is None:
+            got = self._compact[index] = _compact_id(self.messages[index].text)
+        return got
+
+    def turn(self, pos: int) -> Turn:
+        """The ``pos``-th user turn: yes or no (it answers an agent turn asking for agreement),
+        an answer (to a question), or a request (it answers nothing)."""
+        got = self._turns.get(pos)
+        if got is None:
+            gap = self.gaps[pos]
+            kind, answer, asked = "request", None, None
+            if gap:
+                agent = self.messages[gap[-1]].text
+                if self._words.asks(agent):
+                    asked = gap[-1]
+                    answer = self._words.answer(self.messages[self.users[pos]].text)
+                    kind = answer or "answer"
+                elif self._words.requests(agent):
                     kind = "answer"
-                else:
-                    kind = "request"
-                self.turns.append(Turn(i, kind, answer, asked, list(since_request)))
-                if kind == "request":
-                    since_request = []
+            got = self._turns[pos] = Turn(self.users[pos], kind, answer, asked, [])
+        return got
+
+    def proposal(self, pos: int) -> list[int]:
+        """The agent's turns since the last request before the ``pos``-th user turn."""
+        out = list(self.gaps[pos])
+        p = pos - 1
+        while p >= 0 and self.turn(p).kind != "request":
+            out = self.gaps[p] + out
+            p -= 1
+        return out
+
+    def backwards(self) -> Iterator[Turn]:
+        """The user's turns from the last back to the last request (included), proposals filled."""
+        for pos in range(len(self.users) - 1, -1, -1):
+            turn = self.turn(pos)
+            if turn.kind in ("yes", "no") and not turn.proposal:
+                turn.proposal = self.proposal(pos)
+            yield turn
+            if turn.kind == "request":
+                return
 
     def text(self, index: int) -> Text:
         t = self.texts.get(index)
@@ -103,7 +141,13 @@ def _in_context(d: Dialogue, turn: Turn, value: Any, rivals: Iterable[Any], text
     same argument the run used before (then the yes was to something else)."""
     if not is_identifier(value) or any(shows(r, t) for r in rivals if r != value for t in texts):
         return False
-    return any(shows(value, d.text(i)) for i, m in enumerate(d.messages[:turn.index]) if m.text and m.role in ("user", "assistant"))
+    needle = _compact_id(value)
+    return any(needle in d.compact(i) and shows(value, d.text(i)) for i, m in enumerate(d.messages[:turn.index])
+               if m.role in ("user", "assistant"))
+
+
+def _compact_id(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 def _missing(d: Dialogue, turn: Turn, values: list[KeyValue], rivals: Callable[[str], Iterable[Any]],
@@ -132,7 +176,7 @@ def read(d: Dialogue, tool: str, arguments: dict[str, Any], shows_paths: Sequenc
     r = Reading()
     r.action = action_of(tool, values)
     first: Reading | None = None
-    for turn in reversed(d.turns):
+    for turn in d.backwards():
         if turn.kind == "yes":
             missing = _missing(d, turn, values, rivals, says)
             if not missing:
@@ -145,8 +189,6 @@ def read(d: Dialogue, tool: str, arguments: dict[str, Any], shows_paths: Sequenc
         elif turn.kind == "no" and first is None:
             first = Reading()
             first.reason, first.reply, first.proposal = "declined", turn.index, turn.proposal
-        if turn.kind == "request":
-            break
     if first is not None:
         first.action = r.action
         return first

@@ -61,7 +61,7 @@ def dialogue_at(step: ToolStep, t: Trajectory, policy: Policy) -> tuple[Dialogue
     if not msgs:
         return None
     d = Dialogue(msgs, words_for(policy))
-    t.extra["dialogue"] = (chat, d)
+    t.extra["dialogue"] = (chat, d, {})  # and the readings of the writes made after it, by span
     return d, chat[1]
 
 
@@ -71,10 +71,15 @@ def reading_at(step: ToolStep, t: Trajectory, policy: Policy) -> tuple[Reading, 
     if found is None:
         return None
     d, span = found
-    tp = policy.tools.get(step.tool)
-    paths = shows_paths(tp) if tp is not None else None
-    says = tp.confirmation.says if tp is not None and tp.confirmation is not None else None
-    return read(d, step.tool, step.arguments, paths, _Rivals(t, step), says), span
+    memo: dict[Any, Reading] = t.extra["dialogue"][2]
+    key = (step.span_id, step.call_key, len(t.steps))  # the guard asks before a call has its span
+    got = memo.get(key)
+    if got is None:
+        tp = policy.tools.get(step.tool)
+        paths = shows_paths(tp) if tp is not None else None
+        says = tp.confirmation.says if tp is not None and tp.confirmation is not None else None
+        got = memo[key] = read(d, step.tool, step.arguments, paths, _Rivals(t, step), says)
+    return got, span
 
 
 class _Rivals:
@@ -118,8 +123,7 @@ def reasons(step: ToolStep, t: Trajectory, policy: Policy, used: Any, agreed: di
         out["not_shown"] = list(r.not_shown)
         before = next((v for k, v in agreed.items() if k[0] == r.reply), None)  # a call already made under this yes
         if before is not None and before[0] == step.tool:
-            now = dict(before[1])
-            called = dict(_paths(step, policy))
+            now, called = _by_path(before), _by_path(r.action)
             changed = {p: [short_hash(repr(now[p])), short_hash(repr(called[p]))]
                        for p in r.not_shown if p in now and p in called and now[p] != called[p]}
             if changed:
@@ -133,15 +137,9 @@ def reasons(step: ToolStep, t: Trajectory, policy: Policy, used: Any, agreed: di
     return out
 
 
-def _paths(step: ToolStep, policy: Policy) -> list[tuple[str, Any]]:
-    tp = policy.tools.get(step.tool)
-    values = key_values(step.arguments, shows_paths(tp) if tp is not None else None)
-    grouped: dict[str, list[Any]] = {}
-    for p, v in values:
-        grouped.setdefault(p, []).append(v)
-    return [(p, sorted(map(repr, vs))) for p, vs in grouped.items()]
-
-
-def agreed_values(step: ToolStep, policy: Policy) -> tuple[str, list[tuple[str, Any]]]:
-    """What a call under a yes was agreed with: its tool and key values (kept, to name a change)."""
-    return step.tool, _paths(step, policy)
+def _by_path(action: tuple[Any, ...]) -> dict[str, list[str]]:
+    """An action's key values grouped by path (see :func:`.agreement.action_of`)."""
+    out: dict[str, list[str]] = {}
+    for path, value in action[1:]:
+        out.setdefault(path, []).append(value)
+    return out

@@ -102,13 +102,19 @@ def names_action(words: Sequence[str] | None, text: Text) -> bool:
 class Text:
     """A turn's text, read once for every kind of value: words, numbers, dates."""
 
-    __slots__ = ("_dates", "_numbers", "compact", "flat")
+    __slots__ = ("_compact", "_dates", "_numbers", "flat")
 
     def __init__(self, text: str) -> None:
         self.flat = " " + " ".join(text.casefold().split()) + " "
-        self.compact = {_compact(t) for t in _TOKEN.findall(self.flat)}
+        self._compact: set[str] | None = None
         self._numbers: set[Decimal] | None = None
         self._dates: list[tuple[int | None, int, int]] | None = None
+
+    def compact(self) -> set[str]:
+        """Its tokens with separators dropped: ``fq-8ape`` reads ``fq8ape``."""
+        if self._compact is None:
+            self._compact = {_compact(t) for t in _TOKEN.findall(self.flat)}
+        return self._compact
 
     def numbers(self) -> set[Decimal]:
         if self._numbers is None:
@@ -123,6 +129,7 @@ class Text:
 
 _TOKEN = re.compile(r"[0-9a-z@][0-9a-z@_\-#./]*[0-9a-z]|[0-9a-z]")
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:[ ,.\u202f']\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)(?![\d])")
+_WORD = re.compile(r"[a-z]+")
 _WORDS = {w: i for i, w in enumerate(
     ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])}
 _MONTHS = {m: i for i, m in enumerate(
@@ -132,15 +139,25 @@ _DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.
 _NUMERIC_DATE = re.compile(r"\b(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})\b")
 
 
+_SEPARATORS = re.compile(r"[^0-9a-z@]")
+_DOTTED_THOUSANDS = re.compile(r"\d{1,3}(\.\d{3})+(,\d{1,2})?")
+_DECIMAL_COMMA = re.compile(r"\d+,\d{1,2}")
+_CURRENCY = re.compile(r"^[$€£¥]|\s*(usd|eur|gbp|[$€£¥])$")
+_MONEY_TEXT = re.compile(r"[$€£¥]?[\d ,.]+(\s*(usd|eur|gbp|[$€£¥]))?")
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 def _compact(token: str) -> str:
-    return re.sub(r"[^0-9a-z@]", "", token)
+    return _SEPARATORS.sub("", token)
 
 
 def _decimal(text: str) -> Decimal | None:
     t = text.replace("\u202f", "").replace("'", "").replace(" ", "")
-    if re.fullmatch(r"\d{1,3}(\.\d{3})+(,\d{1,2})?", t):  # 1.047,50
+    if not t or not t[0].isdigit() and t[0] not in "-+.":
+        return None
+    if _DOTTED_THOUSANDS.fullmatch(t):  # 1.047,50
         t = t.replace(".", "").replace(",", ".")
-    elif re.fullmatch(r"\d+,\d{1,2}", t):  # 12,50
+    elif _DECIMAL_COMMA.fullmatch(t):  # 12,50
         t = t.replace(",", ".")
     else:
         t = t.replace(",", "")
@@ -155,7 +172,7 @@ def _numbers_in(flat: str) -> Iterator[Decimal]:
         d = _decimal(m[1])
         if d is not None:
             yield d
-    for w in re.findall(r"[a-z]+", flat):
+    for w in _WORD.findall(flat):
         if w in _WORDS:
             yield Decimal(_WORDS[w])
 
@@ -189,10 +206,24 @@ def shows(value: Any, text: Text) -> bool:
         d = _parse_date(raw)
         if isinstance(d, dt.date):
             return any(m == d.month and day == d.day and y in (None, d.year) for y, m, day in text.dates())
-    money = _decimal(re.sub(r"^[$€£¥]|\s*(usd|eur|gbp|[$€£¥])$", "", raw.casefold()))
-    if money is not None and re.fullmatch(r"[$€£¥]?[\d ,.]+(\s*(usd|eur|gbp|[$€£¥]))?", raw.casefold()):
-        return money in text.numbers()
-    needle = " ".join(raw.casefold().split())
-    if needle and re.search(rf"(?<![0-9a-z]){re.escape(needle)}(?![0-9a-z])", text.flat):
+    low = raw.casefold()
+    if _MONEY_TEXT.fullmatch(low):
+        money = _decimal(_CURRENCY.sub("", low))
+        if money is not None:
+            return money in text.numbers()
+    needle = " ".join(low.split())
+    if needle and _bounded(needle, text.flat):
         return True
-    return bool(_compact(needle)) and _compact(needle) in text.compact
+    short = _compact(needle)
+    return bool(short) and short in text.compact()
+
+
+def _bounded(needle: str, flat: str) -> bool:
+    """``needle`` in ``flat`` as whole words (no letter or digit glued on either side)."""
+    at = flat.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if (at == 0 or flat[at - 1] not in _ALNUM) and (end >= len(flat) or flat[end] not in _ALNUM):
+            return True
+        at = flat.find(needle, at + 1)
+    return False
