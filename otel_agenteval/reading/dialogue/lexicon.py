@@ -19,6 +19,8 @@ AFFIRM = (
     "go ahead", "proceed", "please do", "do it", "sounds good", "sounds great", "looks good", "looks great",
     "looks perfect", "looks correct", "looks fine", "all good", "perfect", "agreed", "i agree", "absolutely",
     "of course", "that's right", "that is right", "fine with", "that works", "approved", "approve",
+    "go for it", "let's do it", "let's do that", "let's go ahead", "let's proceed", "please do so", "that's fine",
+    "works for me", "book it", "sounds perfect", "looks right", "good to go", "happy to proceed",
     # fr
     "oui", "d'accord", "allez-y", "vas-y", "c'est bon", "je confirme", "confirmé", "bien sûr", "volontiers",
     # de
