@@ -96,7 +96,7 @@ def key_values(arguments: dict[str, Any], shows: Sequence[str] | None) -> list[K
 def names_action(words: Sequence[str] | None, text: Text) -> bool:
     """Whether the text has a word starting with one of ``words`` (the policy's ``says``; none
     named: any text does)."""
-    return not words or any(re.search(rf"(?<![0-9a-z]){re.escape(w)}", text.flat) for w in words)
+    return not words or any(re.search(rf"(?<![0-9a-z]){re.escape(w.casefold())}", text.flat) for w in words)
 
 
 class Text:
