@@ -50,7 +50,7 @@ def _agreements(traces: list[str], existing: dict[str, Any], seen: Any) -> None:
     the calls the user said yes to a proposal for, and the key arguments those proposals showed."""
     from ..policy.policy import Policy
     from ..policy.starter import AgreementSeen
-    from ..reading.dialogue.values import key_values
+    from ..reading.dialogue.values import key_values, looks_like_handle
     from ..replay import replay
 
     base = Policy.from_dict(existing, "policy") if existing else Policy()
@@ -79,7 +79,7 @@ def _agreements(traces: list[str], existing: dict[str, Any], seen: Any) -> None:
             continue
         a = seen.agreements.setdefault(s.tool, AgreementSeen())
         a.calls += 1
-        shown = {p for p, _ in key_values(s.arguments, None)} - set(why.get("not_shown", ()))
+        shown = {p for p, v in key_values(s.arguments, None) if not looks_like_handle(v)} - set(why.get("not_shown", ()))
         if why.get("reason") is None or (shown and why.get("reason") == "not_shown"):  # a yes to a proposal of it
             a.agreed += 1
             for path in shown:

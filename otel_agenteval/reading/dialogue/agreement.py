@@ -21,7 +21,7 @@ from typing import Any
 
 from ..content import Message
 from .lexicon import Words
-from .values import KeyValue, Text, is_identifier, key_values, names_action, shows
+from .values import KeyValue, Text, is_identifier, key_values, looks_like_handle, names_action, shows
 
 
 class Turn:
@@ -150,12 +150,23 @@ def _compact_id(text: str) -> str:
     return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
+def _handle(d: Dialogue, value: Any) -> bool:
+    """An internal handle: named like ``credit_card_4421486`` and never said in the dialogue (the
+    user hears "the card ending in 7447"), so no proposal can show it."""
+    if not looks_like_handle(value):
+        return False
+    needle = _compact_id(value)
+    return not any(needle in d.compact(i) for i, m in enumerate(d.messages) if m.role in ("user", "assistant"))
+
+
 def _missing(d: Dialogue, turn: Turn, values: list[KeyValue], rivals: Callable[[str], Iterable[Any]],
-             words: Sequence[str] | None) -> list[str]:
+             words: Sequence[str] | None, inferred: bool = False) -> list[str]:
     texts = [d.text(i) for i in turn.proposal]
     seen: list[str] = [] if any(names_action(words, t) for t in texts) else ["action"]
     for path, value in values:
         if path in seen or any(shows(value, t) for t in texts):
+            continue
+        if inferred and _handle(d, value):
             continue
         if not _in_context(d, turn, value, rivals(path), texts):
             seen.append(path)
@@ -178,7 +189,7 @@ def read(d: Dialogue, tool: str, arguments: dict[str, Any], shows_paths: Sequenc
     first: Reading | None = None
     for turn in d.backwards():
         if turn.kind == "yes":
-            missing = _missing(d, turn, values, rivals, says)
+            missing = _missing(d, turn, values, rivals, says, shows_paths is None)
             if not missing:
                 r.reason, r.reply, r.proposal = "covered", turn.index, turn.proposal
                 r.key = (d.turn_key(turn), r.action)

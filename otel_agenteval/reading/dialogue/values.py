@@ -31,15 +31,15 @@ _DATE_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _parse_date = build("date")
 
 
-def _leaves(value: Any, path: str) -> Iterator[KeyValue]:
+def _leaves(value: Any, path: str, in_list: bool = False) -> Iterator[tuple[str, Any, bool]]:
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+            yield from _leaves(v, f"{path}.{k}" if path else str(k), in_list)
     elif isinstance(value, list):
         for v in value:
-            yield from _leaves(v, path)
+            yield from _leaves(v, path, in_list or isinstance(v, dict))
     else:
-        yield path, value
+        yield path, value, in_list
 
 
 def _at(value: Any, parts: Sequence[str]) -> Iterator[Any]:
@@ -57,11 +57,15 @@ def _at(value: Any, parts: Sequence[str]) -> Iterator[Any]:
         yield from _at(value[parts[0]], parts[1:])
 
 
-def _matters(path: str, value: Any) -> bool:
-    """Inferred by type: an id, money, a date, an e-mail address or an IBAN."""
+def _matters(path: str, value: Any, in_list: bool) -> bool:
+    """Inferred by type: an id, money, a date, an e-mail address or an IBAN. In the items of a
+    list of objects (an itinerary, passengers, a payment split) only money counts: the rest
+    (a kept flight, a birth date, a card's handle) is detail an agent does not restate."""
     if value is None or isinstance(value, bool):
         return False
     name = path.rsplit(".", 1)[-1]
+    if in_list:
+        return bool(_MONEY_NAMES.search(name.lower())) and _decimal(str(value)) is not None
     if isinstance(value, (int, float)):
         return bool(_MONEY_NAMES.search(name.lower()) or _ID_NAMES.search(name))
     if not isinstance(value, str):
@@ -83,10 +87,19 @@ def is_identifier(value: Any) -> bool:
     return bool(_TOKEN_VALUE.match(v)) and not _DATE_VALUE.match(v) and _decimal(v) is None
 
 
+_HANDLE = re.compile(r"^[a-z]+(?:_[a-z]+)*_\d{4,}$", re.IGNORECASE)
+
+
+def looks_like_handle(value: Any) -> bool:
+    """Named like an internal handle (``credit_card_4421486``, ``gift_card_0001``): words, then a
+    number; what a user hears instead is "the card ending in 7447"."""
+    return isinstance(value, str) and _HANDLE.match(value) is not None
+
+
 def key_values(arguments: dict[str, Any], shows: Sequence[str] | None) -> list[KeyValue]:
     """The values a proposal must show for this call: the named paths, or those inferred by type."""
     if shows is None:
-        return [(p, v) for p, v in _leaves(arguments, "") if _matters(p, v)]
+        return [(p, v) for p, v, in_list in _leaves(arguments, "") if _matters(p, v, in_list)]
     out: list[KeyValue] = []
     for path in shows:
         out += [(path, v) for v in _at(arguments, path.split(".")) if v is not None]
