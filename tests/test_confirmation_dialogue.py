@@ -150,3 +150,13 @@ def test_the_reason_is_in_the_message(make_processor):
     run(h, (("user", "cancel FQ8APE"),), CANCEL)
     [v] = h.violations
     assert v.details["reason"] == "not_asked" and "did not ask" in v.message
+
+
+def test_inferred_values_leave_out_list_details_and_internal_handles_but_not_money(make_processor):
+    h = make_processor(POLICY)
+    refund = {"order_id": "ORD-1", "payment_id": "credit_card_4421486",
+              "items": [{"sku": "SKU-1", "bought": "2024-01-02", "amount": 45}]}
+    ask = ("assistant", "Refund $45 on ORD-1 to the card ending in 7447?")
+    run(h, (ask, ("user", "yes")), ("issue_refund", refund, None))
+    run(h, (ask, ("user", "yes")), ("issue_refund", {**refund, "items": [{"sku": "SKU-1", "amount": 50}]}, None))
+    assert [f["not_shown"] for f in findings(h)] == [["items.amount"]]
