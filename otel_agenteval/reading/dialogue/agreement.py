@@ -16,6 +16,7 @@ message index of the reply and the proposal.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -146,8 +147,11 @@ def _in_context(d: Dialogue, turn: Turn, value: Any, rivals: Iterable[Any], text
                if m.role in ("user", "assistant"))
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
 def _compact_id(text: str) -> str:
-    return "".join(ch for ch in text.casefold() if ch.isalnum())
+    return _NOT_ALNUM.sub("", text.casefold())
 
 
 def _handle(d: Dialogue, value: Any) -> bool:
