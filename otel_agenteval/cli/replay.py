@@ -133,7 +133,8 @@ def no_spans_message(counts: dict[str, int]) -> str | None:
 
 def _violation_line(v: Violation) -> str:
     tool = f" tool={v.tool}" if v.tool else ""
-    return f"{v.severity.upper():8} {v.rule}  agent={v.agent}{tool} trace={v.trace_id}  {v.message}"
+    span = f" span={v.span_id}" if v.span_id else ""
+    return f"{v.severity.upper():8} {v.rule}  agent={v.agent}{tool} trace={v.trace_id}{span}  {v.message}"
 
 
 def _input_line(c: dict[str, int], extra: dict[str, int]) -> str:

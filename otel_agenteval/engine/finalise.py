@@ -18,7 +18,7 @@ from .assemble import Assembler, keep_first
 from .dispatch import Dispatch
 
 MAX_CONVERSATION_WRITES: Final = 4096  # write calls a conversation remembers, each map
-_SPAN_HOLDERS: Final = ("last_chat", "prev_chat", "confirmed", "repeats", "taint_trusted")  # rule state that may hold spans
+_SPAN_HOLDERS: Final = ("last_chat", "prev_chat", "dialogue", "confirmed", "repeats", "taint_trusted")  # rule state that may hold spans
 _start_ns = attrgetter("start_ns")
 
 

@@ -124,6 +124,14 @@ class Policy(BaseModel):
                 raise ValueError(f"{ref!r}: must be 'module:attr'")
         return value
 
+    @field_validator("tools")
+    @classmethod
+    def _undo_targets(cls, value: dict[str, ToolPolicy]) -> dict[str, ToolPolicy]:
+        for name, tp in value.items():
+            if tp.undoes is not None and tp.undoes.tool not in value:
+                raise ValueError(f"{name}.undoes.tool: {tp.undoes.tool!r} is not a tool of this policy")
+        return value
+
     @field_validator("severity", "rules")
     @classmethod
     def _names_known(cls, value: dict[str, Any]) -> dict[str, Any]:

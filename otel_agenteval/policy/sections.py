@@ -52,6 +52,21 @@ class ForbiddenIf(_Model):
         return self
 
 
+class ToolConfirmation(_Model):
+    """What a proposal must show the user before a yes covers this tool's call."""
+
+    shows: list[str] | None = None  # argument paths (``flights.flight_number``); None = inferred by type
+    says: list[str] | None = None  # words naming the action: one must start a word of the proposal; None = not checked
+
+
+class Undo(_Model):
+    """This tool undoes an earlier call of ``tool`` on the same ``key`` (its argument, or a field of
+    the undone call's arguments or result): a write redone after its undo is not a duplicate."""
+
+    tool: str
+    key: str
+
+
 class ToolPolicy(_Model):
     write: bool = False
     expected: StrictBool = False  # most runs call it: a drop in its share of runs warns (AgentExpectedToolShareDropped)
@@ -60,6 +75,8 @@ class ToolPolicy(_Model):
     requires_before: list[str] = []
     forbidden_if: list[ForbiddenIf] = []
     confirm_arguments: list[str] | None = None  # which arguments a confirmation must state; None = all
+    confirmation: ToolConfirmation | None = None  # what a proposal in the dialogue must show (``shows``)
+    undoes: Undo | None = None  # e.g. cancel_reservation undoes book_reservation on reservation_id
     grounded: bool | list[str] = False  # ungrounded_argument: opt in (all arguments, or these)
     arguments: dict[str, list[str]] = {}  # per-argument normalisers: case, whitespace, number, decimal, date, id, regex:…
 
@@ -109,13 +126,25 @@ DEFAULT_DENY = (r"\b(no|nope|not|don'?t|do not|cancel|stop|never|wait|hold on|wr
                 r"rather not)\b")
 
 
+class Lexicon(_Model):
+    """Words and phrases added to the built-in ones (English, French, German, Spanish, Portuguese,
+    Italian) that the dialogue model reads: ``affirm`` (a yes), ``refuse`` (a no), ``ask`` (the
+    agent asks for agreement), ``negate`` (turns an affirmation into a refusal: "don't proceed")."""
+
+    affirm: list[str] = []
+    refuse: list[str] = []
+    ask: list[str] = []
+    negate: list[str] = []
+
+
 class ConfirmationPolicy(_Model):
     """Where confirmations come from, and what counts as a yes."""
 
     tools: list[str] = []  # confirmation tools, e.g. ask_user_confirmation
-    affirm: str = DEFAULT_AFFIRM
+    affirm: str = DEFAULT_AFFIRM  # a confirmation tool's result that is a yes
     deny: str = DEFAULT_DENY
     from_messages: bool = True  # read captured chat messages when content capture is on
+    lexicon: Lexicon = Lexicon()  # the dialogue model's words, extended
 
     @field_validator("affirm", "deny")
     @classmethod
