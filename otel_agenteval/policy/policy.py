@@ -33,7 +33,7 @@ from .sections import (
     SameSubject,
     ToolPolicy,
 )
-from .taint_section import TaintPolicy
+from .taint_section import SinkTools, TaintPolicy
 
 # the names users import from here (the sections and the errors live next door)
 __all__ = [
@@ -70,24 +70,6 @@ class WriteTools:
 
     def __contains__(self, tool: object) -> bool:
         return isinstance(tool, str) and self._policy.is_write(tool)
-
-
-class SinkTools:
-    """The tools ``tainted_argument`` looks at, as a container (decided per tool name by the engine's
-    plan, so other tools cost nothing): declared sinks, writes, tools that reach outside."""
-
-    __slots__ = ("_policy",)
-
-    def __init__(self, policy: Policy) -> None:
-        self._policy = policy
-
-    def __contains__(self, tool: object) -> bool:
-        if not isinstance(tool, str):
-            return False
-        p = self._policy
-        if tool in p.taint.sinks:
-            return True
-        return p.taint.default_sinks and (p.is_write(tool) or p.taint.reaches_outside(tool))
 
 
 class PolicyError(ConfigError):
@@ -204,7 +186,7 @@ class Policy(BaseModel):
     @functools.cached_property
     def sink_tools(self) -> SinkTools:
         """``tool in policy.sink_tools``: a tool some argument of which may be a taint sink."""
-        return SinkTools(self)
+        return SinkTools(self.taint, self.is_write)
 
     def sinks_for(self, tool: str) -> tuple[dict[str, str] | None, bool]:
         """A tool's declared sinks (``taint.sinks``) and whether its other string arguments are

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field
@@ -66,3 +67,22 @@ class TaintPolicy(_Model):
         """Finds a URL-named argument in a call's raw (JSON) arguments: one search, no parsing."""
         names = "|".join(re.escape(n) for n in sorted(self.url_names)) or "(?!)"
         return re.compile(rf"[\"']({names})[\"']\s*:", re.IGNORECASE)
+
+
+class SinkTools:
+    """The tools ``tainted_argument`` looks at, as a container (decided per tool name by the engine's
+    plan, so other tools cost nothing): declared sinks, writes, tools that reach outside."""
+
+    __slots__ = ("_is_write", "_taint")
+
+    def __init__(self, taint: TaintPolicy, is_write: Callable[[str], bool]) -> None:
+        self._taint = taint
+        self._is_write = is_write
+
+    def __contains__(self, tool: object) -> bool:
+        if not isinstance(tool, str):
+            return False
+        taint = self._taint
+        if tool in taint.sinks:
+            return True
+        return taint.default_sinks and (self._is_write(tool) or taint.reaches_outside(tool))
