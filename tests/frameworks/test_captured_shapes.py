@@ -88,12 +88,27 @@ def sdk_span(r: Any) -> ReadableSpan:
                         end_time=r._end_time)
 
 
+def _depths(spans: list[ReadableSpan]) -> list[int]:
+    """Each span's depth in its trace (0: a root, or a parent not in the file)."""
+    index = {s.context.span_id: i for i, s in enumerate(spans)}
+    parent = [index.get(s.parent.span_id) if s.parent is not None else None for s in spans]
+    depths = []
+    for i in range(len(spans)):
+        d, j = 0, parent[i]
+        while j is not None and d < len(spans):
+            d, j = d + 1, parent[j]
+        depths.append(d)
+    return depths
+
+
 def play_live(path: Path, policy: Policy = POLICY) -> Run:
     run = Run(policy=policy)
     spans = [sdk_span(r) for r in iter_spans([path])]
-    timeline = sorted([(s.start_time, 0, i) for i, s in enumerate(spans)] +
-                      [(s.end_time, 1, i) for i, s in enumerate(spans)])
-    for _, is_end, i in timeline:
+    # at one timestamp (JS clocks tick in milliseconds) a parent starts before its children, as in process
+    depth = _depths(spans)
+    timeline = sorted([(s.start_time, 0, depth[i], i) for i, s in enumerate(spans)] +
+                      [(s.end_time, 1, 0, i) for i, s in enumerate(spans)])
+    for _, is_end, _, i in timeline:
         (run.processor.on_end if is_end else run.processor.on_start)(spans[i])  # type: ignore[operator]
     run.processor.shutdown()
     return run
