@@ -34,8 +34,9 @@ def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
             return str(name)
     if span.name.startswith(sc.NAME_EXECUTE_TOOL):
         return span.name[len(sc.NAME_EXECUTE_TOOL) :].strip() or "unknown"
-    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL:
-        return fw.tool_name_from_span_name(span.name) or "unknown"  # DSPy: <tool>.__call__
+    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL or fw.framework_kind(span.name, attrs) == fw.TOOL:
+        # DSPy: <tool>.__call__; Langfuse: the @observe'd function's name
+        return fw.tool_name_from_span_name(span.name) or "unknown"
     return "unknown"
 
 
@@ -158,6 +159,8 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
         flag = attrs.get(key)
         if flag is not None and flag in _TRUE:  # absent, the usual case: no comparisons
             return False
+    if not attrs:
+        return False  # a tool span ended bare, before anything was recorded on it (Google ADK JS: the tool threw)
     response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
     return response is None or adk_error(response) is None
 

@@ -2,7 +2,8 @@
 instrumentation scope and said once per scope with what to do.
 
 A span carrying what agent instrumentation writes (``gen_ai.*``, ``llm.*``, ``ai.*``,
-``traceloop.*``, ``haystack.*``, an OpenInference kind) that the extractor turns into no tool
+``traceloop.*``, ``haystack.*``, an OpenInference kind, or under any vendor's prefix a model
+call's token counts, model name, prompt or completion, a tool's name beside its input) that the extractor turns into no tool
 call, model call or agent run, and that the framework table (:mod:`.frameworks`) does not know
 as structure, counts in ``agenteval_unread_spans_total{scope}``. The scope is the span's
 instrumentation scope name (``unknown`` for recorded spans that carry none), made safe and
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 import structlog
 
-from .frameworks import looks_like_agent_work
+from .frameworks import key_prefixes, looks_like_agent_work
 from .labels import safe_label
 
 MAX_SCOPES: Final = 64
@@ -49,5 +50,6 @@ def count_unread(counts: dict[str, int], span: Any, attrs: dict[str, Any]) -> No
                         "read as no tool call, model call or agent run, so no check sees them; if they are one, "
                         "set gen_ai.operation.name (execute_tool, chat, invoke_agent) on them, or add the "
                         "framework's facts to otel_agenteval/reading/frameworks.py",
-                        scope=scope, span_name=safe_label(name, 120), attribute_keys=keys)
+                        scope=scope, span_name=safe_label(name, 120), attribute_keys=keys,
+                        attribute_prefixes=key_prefixes(attrs))
     counts[scope] = n + 1
