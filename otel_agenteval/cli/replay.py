@@ -92,14 +92,19 @@ def run(args: argparse.Namespace) -> int:
     extra = {"trajectories": summary.runs, "late_spans": stats.get("late", 0),
              "evicted": sum(stats.get("evicted", {}).values()) - stats.get("evicted", {}).get("shutdown", 0),
              "unfinished": stats.get("evicted", {}).get("shutdown", 0)}
+    unread = dict(sorted(stats.get("unread", {}).items()))  # scope -> spans that look like agent work, not read
     if table:
         if summary.violations:
             print()
         print(summary.render_table())
         print(_input_line(counts, extra))
+        if unread:
+            print("unread spans (look like agent work, read as nothing; by instrumentation scope): "
+                  + ", ".join(f"{scope} {n}" for scope, n in unread.items()))
     else:
         doc: dict[str, Any] = {"violations": [v.model_dump(mode="json") for v in shown],
-                               "summary": summary.to_dict(), "input": {**counts, **extra}}
+                               "summary": summary.to_dict(), "input": {**counts, **extra},
+                               "unread_spans": unread}
         print(json.dumps(doc, indent=2))
     return 1 if summary.critical else 0
 
