@@ -116,3 +116,29 @@ def test_unknown_vendors_agent_is_counted_unread_with_its_scope_on_replay(tmp_pa
     assert json.loads(capsys.readouterr().out)["unread_spans"] == {"acme.agents": 2}
     assert main(["replay", "--quiet", str(path)]) == 0
     assert "acme.agents 2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+def test_unknown_vendors_agent_is_counted_unread_with_its_scope_through_serve(encoding: str) -> None:
+    import json
+
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from serve_support import post, scrape, serve_process, settled, value, wait_until
+
+    doc = acme_request()
+    if encoding == "json":
+        body, ctype = json.dumps(doc).encode(), "application/json"
+    else:
+        req = ParseDict(doc, ExportTraceServiceRequest())
+        for span, raw in zip(req.resource_spans[0].scope_spans[0].spans, doc["resourceSpans"][0]["scopeSpans"][0]["spans"]):
+            span.trace_id, span.span_id = bytes.fromhex(raw["traceId"]), bytes.fromhex(raw["spanId"])
+            span.parent_span_id = bytes.fromhex(raw.get("parentSpanId", ""))  # OTLP/JSON ids are hex, not base64
+        body = req.SerializeToString()
+        ctype = "application/x-protobuf"
+    with serve_process("--grace", "0.2") as (_, info):
+        status, _, text = post(f"http://127.0.0.1:{info['http_port']}/v1/traces", body, {"Content-Type": ctype})
+        assert status == 200, text
+        wait_until(settled(info["metrics_port"], 1), what="the trace played")
+        wait_until(lambda: value(scrape(info["metrics_port"]), "agenteval_unread_spans_total", scope="acme.agents") == 2,
+                   what="the unread spans counted under their scope")
