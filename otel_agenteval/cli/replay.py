@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..metrics.blindspots import UncheckedTally, checked_tools
 from ..model.summary import RunSummary
 from ..model.violation import Violation
 from ..policy.policy import Policy
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             shown.append(v)
 
     progress = _Progress(paths, enabled=not args.quiet and sys.stderr.isatty())
+    unchecked = UncheckedTally(checked_tools(policy.tools, policy.outcome.success_when))
 
     def on_reject(msg: str) -> None:
         if not args.quiet:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
-                        on_trajectory=[summary.add_trajectory], on_violation=[found],
+                        on_trajectory=[summary.add_trajectory, unchecked.finished], on_violation=[found],
                         on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
         progress.clear()
@@ -101,10 +103,13 @@ def run(args: argparse.Namespace) -> int:
         if unread:
             print("unread spans (look like agent work, read as nothing; by instrumentation scope): "
                   + ", ".join(f"{scope} {n}" for scope, n in unread.items()))
+        for row in unchecked.rows():
+            print(f"unchecked calls: {row['agent']}/{row['tool']} {row['calls']} (no arguments on the spans; "
+                  f"{row['framework']} records them with {row['setting']})")
     else:
         doc: dict[str, Any] = {"violations": [v.model_dump(mode="json") for v in shown],
                                "summary": summary.to_dict(), "input": {**counts, **extra},
-                               "unread_spans": unread}
+                               "unread_spans": unread, "unchecked_calls": unchecked.rows()}
         print(json.dumps(doc, indent=2))
     return 1 if summary.critical else 0
 

@@ -1,0 +1,52 @@
+"""Round 3 (issue 39) through ``replay``'s own front door: the table and ``--format json`` say what
+was not read (unread spans by instrumentation scope) and which calls went unchecked, with the
+framework's setting that turns arguments on; a correct run's structural spans say nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_captured_shapes import CASES, SPANS
+
+from otel_agenteval.cli.main import main
+
+POLICY = """\
+version: 1
+tools:
+  create_claim: {write: true}
+outcome:
+  success_when: [create_claim]
+"""
+ROUND3 = sorted(name for name, case in CASES.items() if case.get("round3"))
+
+
+def replay_json(path: Path, policy: Path, capsys: Any) -> dict[str, Any]:
+    main(["replay", "--quiet", "--format", "json", "--policy", str(policy), str(path)])
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", ROUND3)
+def test_round3_replay_json_reports_no_unread_and_the_unchecked_calls(name: str, tmp_path: Path, capsys: Any) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    doc = replay_json(SPANS / name, policy, capsys)
+    assert doc["summary"]["runs"] == 1 and doc["summary"]["agents"] == {"support_agent": 1}
+    assert doc["summary"]["llm_calls_total"] == 5 and doc["summary"]["tool_errors"] == 1
+    assert doc["unread_spans"] == {}
+    if CASES[name].get("arguments", True):
+        assert doc["unchecked_calls"] == [] and doc["summary"]["violations"].get("duplicate_write") == 1
+    else:
+        assert [(r["tool"], r["calls"], r["framework"]) for r in doc["unchecked_calls"]] == [("create_claim", 2, "Langfuse")]
+        assert "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true" in doc["unchecked_calls"][0]["setting"]
+
+
+def test_replay_table_names_the_setting_for_unchecked_calls(tmp_path: Path, capsys: Any) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    main(["replay", "--quiet", "--policy", str(policy), str(SPANS / "langfuse-5.2.0_no-io.json")])
+    out = capsys.readouterr().out
+    assert "unchecked calls: support_agent/create_claim 2" in out
+    assert "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true" in out
