@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..metrics.blindspots import UncheckedTally, checked_tools
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..policy.policy import Policy
@@ -226,6 +227,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             failed.append(f"trace {t.trace_hex}: {type(exc).__name__}: {exc}")
 
     progress = _Progress([Path(p) for p in paths], enabled=not args.quiet and sys.stderr.isatty())
+    unchecked = UncheckedTally(checked_tools(policy.tools, policy.outcome.success_when))
 
     def on_reject(msg: str) -> None:
         if not args.quiet:
@@ -234,7 +236,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
 
     try:
         got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose > 1,
-                     on_trajectory=[finished], on_violation=[found],
+                     on_trajectory=[finished, unchecked.finished], on_violation=[found],
                      on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
         progress.clear()
@@ -266,7 +268,15 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"{unbound} runs carry no case id (set agenteval.case.id on the root span, or use --mapping)")
         for cid, n in unknown.items():
             _err(f"{n} runs name case {cid!r}, which the cases file does not have")
+    unread = dict(sorted(got.engine_stats.get("unread", {}).items()))
+    if not args.quiet:  # what no score can see: said, and in the report's summary
+        for scope, n in unread.items():
+            _err(f"{n} unread spans of instrumentation scope {scope!r}: they look like agent work, read as nothing")
+        for row in unchecked.rows():
+            _err(f"{row['calls']} unchecked calls of {row['agent']}/{row['tool']} (no arguments on the spans; "
+                 f"{row['framework']} records them with {row['setting']})")
     extra = {"runs": sum(r.n for r in results), "unbound_runs": unbound, "unknown_cases": dict(unknown),
+             "unread_spans": unread, "unchecked_calls": unchecked.rows(),
              "unbound": {"listed": unbound_runs, "not_listed": unbound + sum(unknown.values()) - len(unbound_runs)},
              "input": counts}
     doc = report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,

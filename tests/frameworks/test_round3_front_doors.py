@@ -50,3 +50,22 @@ def test_replay_table_names_the_setting_for_unchecked_calls(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "unchecked calls: support_agent/create_claim 2" in out
     assert "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true" in out
+
+
+def test_score_says_unread_spans_and_unchecked_calls(tmp_path: Path, capsys: Any) -> None:
+    from scoring_support import WORKED_CASES
+    from test_unread import acme_request
+
+    policy, cases, acme = tmp_path / "policy.yaml", tmp_path / "cases.yaml", tmp_path / "acme.otlp.json"
+    policy.write_text(POLICY)
+    cases.write_text(WORKED_CASES)
+    acme.write_text(json.dumps(acme_request()) + "\n")
+    code = main(["score", "--cases", str(cases), "--policy", str(policy), "--format", "json", "--allow-empty",
+                 str(SPANS / "langfuse-5.2.0_no-io.json"), str(acme)])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    summary = json.loads(out)["summary"]
+    assert summary["unread_spans"] == {"acme.agents": 2}
+    assert [(r["tool"], r["calls"], r["framework"]) for r in summary["unchecked_calls"]] == [("create_claim", 2, "Langfuse")]
+    assert "2 unread spans of instrumentation scope 'acme.agents'" in err
+    assert "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true" in err
