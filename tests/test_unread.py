@@ -142,3 +142,23 @@ def test_unknown_vendors_agent_is_counted_unread_with_its_scope_through_serve(en
         wait_until(settled(info["metrics_port"], 1), what="the trace played")
         wait_until(lambda: value(scrape(info["metrics_port"]), "agenteval_unread_spans_total", scope="acme.agents") == 2,
                    what="the unread spans counted under their scope")
+
+
+def test_replay_says_every_unread_scope(tmp_path: Any, capsys: Any, logs: CapturingLogger) -> None:
+    import copy
+    import json
+
+    from otel_agenteval.cli.main import main
+
+    doc = acme_request()
+    other = copy.deepcopy(doc["resourceSpans"][0]["scopeSpans"][0])
+    other["scope"] = {"name": "beta.sdk"}
+    for span in other["spans"]:
+        span["traceId"] = "1" * 32
+    doc["resourceSpans"][0]["scopeSpans"].append(other)
+    path = tmp_path / "two.otlp.json"
+    path.write_text(json.dumps(doc) + "\n")
+    assert main(["replay", "--quiet", "-v", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "unread spans (look like agent work, read as nothing; by instrumentation scope): acme.agents 2, beta.sdk 2" in out
+    assert unread_logs(logs) == ["acme.agents", "beta.sdk"]  # the log -v shows: every scope, each once
