@@ -50,6 +50,8 @@ ERROR_FLAGS: Final = (sc.HAYSTACK_TOOL_ERROR,)  # true: the tool call failed (it
 # LangGraph.js + OpenInference: the graph's root CHAIN span, named createReactAgent(name=...).
 AGENT_ROOT_MARKERS: Final = (("metadata", '"ls_integration":"langgraph"'),)
 
+# Tool names that are a tool class, not the tool (OpenLLMetry-JS, LangChain.js): the call's own name is read.
+TOOL_CLASS_NAMES: Final = frozenset({"DynamicStructuredTool", "DynamicTool", "StructuredTool"})
 # Tool spans that are a framework's own machinery, not the model's choice of a tool.
 INTERNAL_TOOL_SPANS: Final = frozenset({
     sc.SMOLAGENTS_FINAL_ANSWER_SPAN,  # smolagents' closing final_answer
@@ -215,6 +217,10 @@ def unwrap_arguments(raw: Any) -> Any:
     if keys <= LANGCHAIN_CALLBACK_KEYS and "input_str" in value:
         inputs = value.get("inputs")
         return inputs if type(inputs) is dict else raw
+    if keys == {"args"}:  # OpenLLMetry-JS: {"args": ["<the arguments as JSON>"]}
+        args = value["args"]
+        inner = json_object(args[0], "{") if type(args) is list and len(args) == 1 else None
+        return inner if inner is not None else raw
     if keys <= CALL_KEYS and "kwargs" in value:
         args, kwargs = value.get("args") or [], value.get("kwargs")
         if type(kwargs) is not dict or type(args) is not list:
@@ -276,11 +282,6 @@ def looks_llm_or_tool(keys: frozenset[str]) -> bool:
         named = named or last == "name" and "tool" in key
         has_input = has_input or key.endswith(TOOL_INPUT_ENDS)
     return named and has_input
-
-
-def key_prefixes(attrs: dict[str, Any], limit: int = 5) -> list[str]:
-    """The attribute keys' prefixes (up to the first dot), for saying what an unread span carries."""
-    return sorted({key.split(".", 1)[0] for key in attrs if "." in key})[:limit]
 
 
 def capture_setting(attributes: dict[str, Any] | None, root_attributes: dict[str, Any] | None = None,

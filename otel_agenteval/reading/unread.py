@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import structlog
 
-from .frameworks import key_prefixes, looks_like_agent_work
+from .frameworks import looks_like_agent_work
 from .labels import safe_label
 
 MAX_SCOPES: Final = 64
@@ -53,3 +53,8 @@ def count_unread(counts: dict[str, int], span: Any, attrs: dict[str, Any]) -> No
                         scope=scope, span_name=safe_label(name, 120), attribute_keys=keys,
                         attribute_prefixes=key_prefixes(attrs))
     counts[scope] = n + 1
+
+
+def key_prefixes(attrs: dict[str, Any], limit: int = 5) -> list[str]:
+    """The attribute keys' prefixes (up to the first dot), for saying what an unread span carries."""
+    return sorted({key.split(".", 1)[0] for key in attrs if "." in key})[:limit]
