@@ -35,6 +35,11 @@ secs() { echo $(( $(date +%s) - $1 )); }
 # TypeScript agents under Node (issue 39): each framework's exact npm packages
 # (tests/frameworks/node/packages-NAME/package.json) installed once under ~/.cache/otel-agenteval/node/NAME,
 # again only when that file changes; the test runs them live into a real `serve` (test_node_live.py).
+if [[ " $envs " == *" node "* ]] && ! { command -v node && command -v npm; } >/dev/null; then
+  [ -z "${CI:-}" ] || { echo "frameworks: node: the TypeScript leg needs node and npm" >&2; exit 1; }
+  echo "frameworks: node: no node or npm here, the TypeScript leg skipped" >&2
+  envs=${envs//node/}
+fi
 if [[ " $envs " == *" node "* ]]; then
   envs=${envs//node/}
   t0=$(date +%s)
@@ -52,8 +57,8 @@ if [[ " $envs " == *" node "* ]]; then
   # the main environment's package, as the main suite tests it (these are Node's pins, not Python's)
   CI=${CI:-1} "$repo/$venv/bin/python" -m pytest -p no:cacheprovider -q tests/frameworks/test_node_live.py "$@"
   echo "frameworks: node: install ${installed}s, tests $(secs "$t0")s" >&2
-  [ -n "${envs// /}" ] || exit 0
 fi
+[ -n "${envs// /}" ] || exit 0
 
 uv="$repo/$venv/bin/uv"
 if [ ! -x "$uv" ] || [ "$("$uv" --version | cut -d' ' -f2)" != "$uv_version" ]; then
