@@ -73,3 +73,29 @@ def test_score_says_unread_spans_and_unchecked_calls(tmp_path: Path, capsys: Any
     assert [(r["tool"], r["calls"], r["framework"]) for r in summary["unchecked_calls"]] == [("create_claim", 2, "Langfuse")]
     assert "2 unread spans of instrumentation scope 'acme.agents'" in err
     assert "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true" in err
+
+
+def test_serve_keeps_a_child_that_ends_just_after_its_root_in_the_run() -> None:
+    """JavaScript SDKs' clocks: a tool span may end a millisecond after the agent span around it."""
+    from serve_support import post, scrape, serve_process, settled, total, wait_until
+
+    def span(sid: str, name: str, start: int, end: int, attrs: dict[str, str], parent: str = "") -> dict[str, Any]:
+        return {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": sid, "name": name, "kind": 1,
+                "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+                **({"parentSpanId": parent} if parent else {}),
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+    t0 = 1_700_000_000_000_000_000
+    root = span("a7ad6b7169203331", "invoke_agent a1", t0, t0 + 5_000_000,
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a1"})
+    tool = span("b7ad6b7169203331", "execute_tool t", t0 + 1_000_000, t0 + 6_000_000,  # 1 ms after the root
+                {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}, parent="a7ad6b7169203331")
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [root, tool]}]}]}).encode()
+    with serve_process("--grace", "0.2") as (_, info):
+        status, _, text = post(f"http://127.0.0.1:{info['http_port']}/v1/traces", body,
+                               {"Content-Type": "application/json"})
+        assert status == 200, text
+        wait_until(settled(info["metrics_port"], 1), what="the trace played")
+        s = scrape(info["metrics_port"])
+    assert total(s, "agenteval_tool_calls_total", agent_name="a1", tool="t") == 1
+    assert total(s, "agenteval_trajectories_total") == 1 and total(s, "agenteval_late_spans_total") == 0
