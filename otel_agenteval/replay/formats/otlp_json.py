@@ -17,6 +17,7 @@ from ..spanview import (
     RecordedContext,
     RecordedEvent,
     RecordedResource,
+    RecordedScope,
     RecordedSpan,
     RecordedStatus,
 )
@@ -128,7 +129,7 @@ def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSp
 
 
 def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[RecordedSpan],
-                     where: str, reject: Callable[[str], None]) -> None:
+                     where: str, reject: Callable[[str], None], scope: RecordedScope | None = None) -> None:
     """The spans of one ``scopeSpans``, appended to ``out``.
 
     The common form (hex ids, string values) is read inline; a span the fast path cannot take
@@ -162,12 +163,18 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
                 # string values inline; _any_value takes any other (and raises what _attributes would)
                 {kv["key"]: v["stringValue"] if "stringValue" in v else _any_value(v)
                  for kv in at for v in (kv["value"],)} if at else {},
-                _events(evs) if evs else (), resource))
+                _events(evs) if evs else (), resource, scope))
         except _SLOW:
             try:
                 append(_otlp_json_span(s, resource))
             except (Bad, ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
                 reject(f"{where}[{k}]: {why(exc)}")
+
+
+def _scope(value: Any) -> RecordedScope | None:
+    """A ``scopeSpans``' instrumentation scope (None: none, or not an object with a string name)."""
+    name = value.get("name") if isinstance(value, dict) else None
+    return RecordedScope(name, str(value.get("version") or "")) if isinstance(name, str) and name else None
 
 
 def _parent_hex(pid: str) -> int:
@@ -207,7 +214,8 @@ def otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], N
                 raise Bad(f"resourceSpans[{i}].scopeSpans[{j}] is a JSON {type(ss).__name__}, expected an object")
             spans = _list(ss.get("spans"), f"resourceSpans[{i}].scopeSpans[{j}].spans")
             if spans:
-                _otlp_json_spans(spans, resource, out, f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans", reject)
+                _otlp_json_spans(spans, resource, out, f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans", reject,
+                                 _scope(ss.get("scope")))
     return out
 
 
