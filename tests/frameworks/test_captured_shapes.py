@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, Status, TraceFlags
 from scenario import POLICY, Run, expected, live, policy_for, replayed
 from structlog.testing import CapturingLogger
@@ -96,10 +97,12 @@ def sdk_span(r: Any) -> ReadableSpan:
     parent = None if r._parent is None else SpanContext(r._parent[0], r._parent[1], bool(r._parent[2]),
                                                          TraceFlags(1))
     events = [Event(e.name, dict(e.attributes), e.timestamp) for e in r._events]
+    scope = r._instrumentation_scope
     return ReadableSpan(name=r._name, context=ctx, parent=parent, resource=Resource(dict(r._resource.attributes)),
                         attributes=dict(r._attributes), events=events, kind=r.kind,
                         status=Status(r._status._status_code, r._status.description), start_time=r._start_time,
-                        end_time=r._end_time)
+                        end_time=r._end_time,
+                        instrumentation_scope=None if scope is None else InstrumentationScope(scope.name, scope.version))
 
 
 def _depths(spans: list[ReadableSpan]) -> list[int]:
