@@ -85,7 +85,7 @@ CASES: dict[str, dict[str, Any]] = {
 }
 # OpenLLMetry-JS 0.27 with LangGraph.js: every span a trace of its own (no context across LangChain's
 # callbacks), tools named after their class: read as 4 runs of "DynamicStructuredTool", no model call
-# in any (issue 39, not done). Kept so that fixing it shows (strict xfail).
+# in any (issue 39: not read, but said: test_captured_fragments). Kept so that reading it shows (strict xfail).
 UNREAD_BY_DESIGN = {"langgraphjs-1.7.3_openllmetry-js-0.27.0.otlp.json": {"round3": True}}
 # a model gateway: model spans only, no agent or tool span -> model calls, not agent runs
 GATEWAYS = {"litellm-1.110.2_gateway.json"}
