@@ -187,7 +187,8 @@ class Engine:
                 return
             root_end = ctx[1] == run.key
             if item is None and not root_end and not (self._needs_confirmations and span._events):
-                return  # a span of no interest inside a run
+                run.note_marker(attrs)
+                return  # a span of no interest inside a run (a framework's marker on it is remembered)
         else:
             parent = span._parent
             if parent is not None and not parent[2] and parent[1] in self._routes:

@@ -20,7 +20,7 @@ from ..reading.unread import count_fragment, is_workflow_root
 from .assemble import Assembler
 from .dispatch import Dispatch, repeated
 from .finalise import finish
-from .routing import FINISH, Arrival, Run
+from .routing import FINISH, FRAMEWORK_SPAN, Arrival, Run
 from .sinks import Sinks
 from .store import ProcessClock, SpanClock, Store, conversation_key
 
@@ -81,6 +81,8 @@ class RunEvents:
                 self._agent(run, t, item, root_end, now, attrs)
             else:
                 confirmations.keep(t.extra, item)
+        elif attrs and not root_end:
+            run.note_marker(attrs)  # keyed by trace: a span of no interest
         if root_end:
             finished = self._root_ended(run, span, attrs, end_ns, out, kind)
         if out or finished is not None:
@@ -215,6 +217,8 @@ class RunEvents:
         t = run.traj
         if t is None:
             return None
+        if run.marked is not None:
+            t.extra[FRAMEWORK_SPAN] = run.marked
         if reason != "root_end":
             self.stats["evicted"][reason] += 1
             end_ns = max(end_ns, t.last_seen_ns)

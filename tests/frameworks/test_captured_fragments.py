@@ -7,6 +7,8 @@ model calls, are not counted."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,6 @@ from serve_support import post, scrape, serve_process, settled, value, wait_unti
 from structlog.testing import CapturingLogger
 from test_captured_shapes import CASES, GATEWAYS, SPANS, play_live, sdk_span
 
-from otel_agenteval.cli.main import main
 from otel_agenteval.reading import unread
 from otel_agenteval.replay import iter_spans, replay
 
@@ -35,13 +36,19 @@ def test_processor_counts_the_pieces_and_says_so_once(monkeypatch: Any) -> None:
     assert said == [SCOPE]
 
 
-def test_replay_says_it_in_the_table_and_in_json(capsys: Any) -> None:
-    main(["replay", "--quiet", str(FRAGMENTED)])
-    out = capsys.readouterr().out
+def replay_cli(*args: str) -> str:
+    """``otel-agenteval replay`` as a user runs it (a process: the CLI configures logging for itself)."""
+    got = subprocess.run([sys.executable, "-m", "otel_agenteval", "replay", "--quiet", *args], capture_output=True,
+                         text=True, timeout=60)
+    assert got.returncode in (0, 1), got.stderr
+    return got.stdout
+
+
+def test_replay_says_it_in_the_table_and_in_json() -> None:
     assert (f"fragmented spans (pieces of agent runs, each a trace of its own: the instrumentation does not "
-            f"propagate context, no run can be assembled; by instrumentation scope): {SCOPE} {SPAN_COUNT}") in out
-    main(["replay", "--quiet", "--format", "json", str(FRAGMENTED)])
-    assert json.loads(capsys.readouterr().out)["fragmented_spans"] == {SCOPE: SPAN_COUNT}
+            f"propagate context, no run can be assembled; by instrumentation scope): {SCOPE} {SPAN_COUNT}"
+            ) in replay_cli(str(FRAGMENTED))
+    assert json.loads(replay_cli("--format", "json", str(FRAGMENTED)))["fragmented_spans"] == {SCOPE: SPAN_COUNT}
 
 
 def test_serve_counts_them_under_their_scope() -> None:

@@ -184,6 +184,9 @@ SETTINGS = {
                                              "arguments (add openinference-instrumentation-autogen-agentchat)"),
     "semantic-kernel-1.45.0_default.json": ("Semantic Kernel",
                                             "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
+    # the marker (sk.available_functions) only on the loop span between the agent and its tools, no scope
+    "semantic-kernel-1.45.0_diagnostics.json": ("Semantic Kernel",
+                                                "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
     "haystack-ai-3.4.1_default.json": ("Haystack", "HAYSTACK_CONTENT_TRACING_ENABLED=true"),
     "vercel-ai-6.0.326_no-io.otlp.json": ("Vercel AI SDK", "experimental_telemetry: { recordInputs: true } (the default)"),
     "langfuse-5.2.0_no-io.json": ("Langfuse", "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true (the default; "
@@ -201,3 +204,29 @@ def test_no_arguments_warning_names_the_frameworks_setting(name: str, monkeypatc
     said = [(c.kwargs["framework"], c.kwargs["setting"]) for c in logs.calls
             if c.args[0].startswith("agenteval.unchecked") and c.kwargs.get("tool")]
     assert said == [SETTINGS[name]]
+
+
+@pytest.mark.parametrize("rooted", [True, False])
+def test_replay_names_the_setting_from_a_marked_span_of_the_run(rooted: bool, tmp_path: Path) -> None:
+    """Semantic Kernel's marker sits on its loop span, neither the tool spans nor the root: replay's
+    table and JSON still name its own setting for the unchecked calls, not the generic one (also
+    with the root missing: the trace is then played by its ends alone)."""
+    import json
+
+    from test_captured_fragments import replay_cli
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("version: 1\ntools:\n  orders-create_claim: {write: true}\n")
+    path = SPANS / "semantic-kernel-1.45.0_diagnostics.json"
+    agent = "support_agent"
+    if not rooted:
+        spans = [s for s in json.loads(path.read_text()) if s["parent_id"] is not None]
+        path = tmp_path / "rootless.json"
+        path.write_text(json.dumps(spans))
+        agent = "unknown"
+    framework, setting = SETTINGS["semantic-kernel-1.45.0_diagnostics.json"]
+    assert (f"unchecked calls: {agent}/orders-create_claim 2 (no arguments on the spans; {framework} records "
+            f"them with {setting})") in replay_cli(str(path), "--policy", str(policy))
+    rows = json.loads(replay_cli("--format", "json", str(path), "--policy", str(policy)))["unchecked_calls"]
+    assert [(r["tool"], r["calls"], r["framework"], r["setting"]) for r in rows] == [
+        ("orders-create_claim", 2, framework, setting)]
