@@ -29,6 +29,9 @@ CLAIM = {"order_id": "88120", "reason": "damaged"}
     ("create_claim", True), ("issueRefund", True), ("IssueRefund", True), ("send-email", True),
     ("orders.cancel", True), ("crm.create_contact", True), ("mcp__github__create_issue", True),
     ("orders/cancel", True), ("book_flight", True), ("set_status", True), ("add_item", True), ("post", True),
+    # Semantic Kernel's <plugin>-<function>: the verb after the plugin
+    ("orders-create_claim", True), ("OrdersPlugin-issueRefund", True), ("orders-lookup_order", False),
+    ("order-lookup", False), ("support-transfer_to_human_agents", False),
     ("lookup_order", False), ("get_policy", False), ("search_orders", False), ("ask_user_confirmation", False),
     ("settings_get", False), ("address_lookup", False), ("posts_list", False), ("issues.list", False),
     ("file_search", False), ("", False), ("___", False), ("....", False),

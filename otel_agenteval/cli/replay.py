@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
              "evicted": sum(stats.get("evicted", {}).values()) - stats.get("evicted", {}).get("shutdown", 0),
              "unfinished": stats.get("evicted", {}).get("shutdown", 0)}
     unread = dict(sorted(stats.get("unread", {}).items()))  # scope -> spans that look like agent work, not read
+    fragmented = dict(sorted(stats.get("fragmented", {}).items()))  # scope -> pieces of runs, a trace each
     if table:
         if summary.violations:
             print()
@@ -114,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
         if unread:
             print("unread spans (look like agent work, read as nothing; by instrumentation scope): "
                   + ", ".join(f"{scope} {n}" for scope, n in unread.items()))
+        if fragmented:
+            print("fragmented spans (pieces of agent runs, each a trace of its own: the instrumentation does not "
+                  "propagate context, no run can be assembled; by instrumentation scope): "
+                  + ", ".join(f"{scope} {n}" for scope, n in fragmented.items()))
         for row in unchecked.rows():
             print(f"unchecked calls: {row['agent']}/{row['tool']} {row['calls']} (no arguments on the spans; "
                   f"{row['framework']} records them with {row['setting']})")
@@ -122,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         doc: dict[str, Any] = {"violations": [v.model_dump(mode="json") for v in shown],
                                "summary": summary.to_dict(), "input": {**counts, **extra},
-                               "unread_spans": unread, "unchecked_calls": unchecked.rows()}
+                               "unread_spans": unread, "fragmented_spans": fragmented,
+                               "unchecked_calls": unchecked.rows()}
         if judging is not None:
             doc["judge"] = judging.write(args.judgements, "json", sys.stdout)
         print(json.dumps(doc, indent=2))

@@ -270,14 +270,18 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
         for cid, n in unknown.items():
             _err(f"{n} runs name case {cid!r}, which the cases file does not have")
     unread = dict(sorted(got.engine_stats.get("unread", {}).items()))
+    fragmented = dict(sorted(got.engine_stats.get("fragmented", {}).items()))
     if not args.quiet:  # what no score can see: said, and in the report's summary
         for scope, n in unread.items():
             _err(f"{n} unread spans of instrumentation scope {scope!r}: they look like agent work, read as nothing")
+        for scope, n in fragmented.items():
+            _err(f"{n} spans of instrumentation scope {scope!r} arrive one per trace: pieces of runs, not runs "
+                 "(the instrumentation does not propagate context)")
         for row in unchecked.rows():
             _err(f"{row['calls']} unchecked calls of {row['agent']}/{row['tool']} (no arguments on the spans; "
                  f"{row['framework']} records them with {row['setting']})")
     extra = {"runs": sum(r.n for r in results), "unbound_runs": unbound, "unknown_cases": dict(unknown),
-             "unread_spans": unread, "unchecked_calls": unchecked.rows(),
+             "unread_spans": unread, "fragmented_spans": fragmented, "unchecked_calls": unchecked.rows(),
              "unbound": {"listed": unbound_runs, "not_listed": unbound + sum(unknown.values()) - len(unbound_runs)},
              "input": counts}
     doc = report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,

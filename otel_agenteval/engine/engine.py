@@ -187,7 +187,8 @@ class Engine:
                 return
             root_end = ctx[1] == run.key
             if item is None and not root_end and not (self._needs_confirmations and span._events):
-                return  # a span of no interest inside a run
+                run.note_marker(attrs)
+                return  # a span of no interest inside a run (a framework's marker on it is remembered)
         else:
             parent = span._parent
             if parent is not None and not parent[2] and parent[1] in self._routes:
@@ -205,7 +206,7 @@ class Engine:
                             self._stats["late"] += 1
                             return
                         if item is None:  # no agent activity seen in this trace: nothing to keep
-                            return
+                            return self._events.workflow_without_run(span, attrs) if parent is None else None
                         run = store.by_trace[tid] = Run(tid, tid, span._start_time or 0, self._services.of(span))
             root_end = parent is None or bool(parent[2])  # a local root: no parent, or a remote one
         self._submit(run, kind, item, span, attrs, end_ns, now, root_end)

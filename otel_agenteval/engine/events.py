@@ -16,10 +16,11 @@ from ..reading import confirmations, extract
 from ..reading import frameworks as fw
 from ..reading import semconv as sc
 from ..reading.extract import AGENT, LLM, TOOL
+from ..reading.unread import count_fragment, is_workflow_root
 from .assemble import Assembler
 from .dispatch import Dispatch, repeated
 from .finalise import finish
-from .routing import FINISH, Arrival, Run
+from .routing import FINISH, FRAMEWORK_SPAN, Arrival, Run
 from .sinks import Sinks
 from .store import ProcessClock, SpanClock, Store, conversation_key
 
@@ -80,6 +81,8 @@ class RunEvents:
                 self._agent(run, t, item, root_end, now, attrs)
             else:
                 confirmations.keep(t.extra, item)
+        elif attrs and not root_end:
+            run.note_marker(attrs)  # keyed by trace: a span of no interest
         if root_end:
             finished = self._root_ended(run, span, attrs, end_ns, out, kind)
         if out or finished is not None:
@@ -179,12 +182,18 @@ class RunEvents:
         with self.store.lock:
             self.store.discard(run)
         t = run.traj
-        if kind is LLM and t is not None and t.root is None and not run.is_agent and t.tool_calls == 0:
+        if t is None:
+            if kind is None and not run.is_agent and attrs and is_workflow_root(attrs):
+                self.lone_root(span, False)  # a workflow with no agent work in its trace
+        elif kind is LLM and t.root is None and not run.is_agent and t.tool_calls == 0:
             # a model call at the root with nothing but model calls under it (a gateway such as
             # LiteLLM): model calls, not an agent run
             self.stats["model_only_runs"] += 1
+            self.lone_root(span, False)
             self.finalise(run, "root_end", end_ns, out)
             return None
+        elif kind is TOOL and t.root is None and not run.is_agent and t.tool_calls == 1 and t.llm_calls == 0:
+            self.lone_root(span, True)  # a tool call alone in its trace, no agent around it
         if t is not None and t.root is None:
             if run.agent_name is None and fw.names_agent_by_root(attrs) and span._name:
                 run.rename(span._name, False, self.dispatch.limits_for(span._name))
@@ -194,11 +203,22 @@ class RunEvents:
                                end_ns=end_ns, ok=ok, is_root=True, outcome=outcome)
         return self.finalise(run, "root_end", end_ns, out)
 
+    def lone_root(self, span: Any, tool: bool) -> None:
+        """A root that may be a piece of a run arriving as a trace of its own (:func:`count_fragment`)."""
+        count_fragment(self.stats["fragmented"], self.stats["fragment_suspects"], span, tool)
+
+    def workflow_without_run(self, span: Any, attrs: dict[str, Any]) -> None:
+        """Keyed by trace: a root with no agent work in its trace; a workflow may be a fragment."""
+        if attrs and is_workflow_root(attrs):
+            self.lone_root(span, False)
+
     def finalise(self, run: Run, reason: str, end_ns: int, out: list[Violation]) -> Trajectory | None:
         run.done = True
         t = run.traj
         if t is None:
             return None
+        if run.marked is not None:
+            t.extra[FRAMEWORK_SPAN] = run.marked
         if reason != "root_end":
             self.stats["evicted"][reason] += 1
             end_ns = max(end_ns, t.last_seen_ns)

@@ -16,7 +16,7 @@ from opentelemetry import baggage
 from ..model.trajectory import Trajectory
 from ..reading import extract
 from ..reading import semconv as sc
-from ..reading.frameworks import names_agent_by_root
+from ..reading.frameworks import CAPTURE_SETTINGS, names_agent_by_root
 from ..reading.tool_steps import merge_nested
 from ..rules import Check
 from .dispatch import Dispatch
@@ -24,6 +24,11 @@ from .dispatch import Dispatch
 MAX_OPEN_TOOLS = 1024  # open tool spans of one run remembered for merging
 FINISH = "finish"  # an Arrival that finalises the run early (eviction, flush, shutdown)
 CASE_KEYS: Final = (sc.AE_CASE_ID, sc.AGENTEVALS_CASE_ID, sc.AE_TRIAL)  # what a run takes from OTel baggage
+# Keys that tell a framework's spans apart (CAPTURE_SETTINGS): a span of no interest carrying one is
+# remembered by its run, so its unchecked calls name the framework's setting (Semantic Kernel's
+# sk.available_functions is on its loop span, between the agent and the tool spans)
+MARKER_KEYS: Final = frozenset(m for m, _, _ in CAPTURE_SETTINGS if "=" not in m and not m.startswith("scope:"))
+FRAMEWORK_SPAN: Final = "framework_span"  # Trajectory.extra: that span's attributes
 
 
 class Arrival:
@@ -47,7 +52,7 @@ class Run:
     """One agent run's place in the engine: its identity, its agent, its trajectory once it has one."""
 
     __slots__ = ("agent_name", "attributes", "busy", "case_attributes", "case_span", "check", "closed", "done", "inbox",
-                 "is_agent", "key", "llm_parent", "named", "nested", "open_tools", "outer", "queued_at", "seen_at",
+                 "is_agent", "key", "llm_parent", "marked", "named", "nested", "open_tools", "outer", "queued_at", "seen_at",
                  "service", "start_ns", "tool_row", "trace_id", "traj")
 
     def __init__(self, key: int, trace_id: int, start_ns: int, service: str,
@@ -76,6 +81,13 @@ class Run:
         self.open_tools: dict[int, str] | None = None  # tool span id -> its tool, from its start to its end
         self.nested: dict[int, Any] | None = None  # outer tool span id -> the inner span's step, until it ends
         self.llm_parent = 0  # the parent span id of the last model call: a model-call span ending as it is wraps it
+        self.marked: dict[str, Any] | None = None  # the first span of no interest carrying a framework's marker
+
+    def note_marker(self, attrs: dict[str, Any]) -> None:
+        """A span of no interest in the run ended: remembered if it is the first to carry a framework's
+        marker (:data:`MARKER_KEYS`): one set operation, and none once one is found."""
+        if self.marked is None and attrs and not attrs.keys().isdisjoint(MARKER_KEYS):
+            self.marked = attrs
 
     def names_case(self, span_id: int, attrs: dict[str, Any]) -> None:
         """A span of this (non-agent) run names a case: agent runs started under it while it is open take it."""

@@ -14,6 +14,8 @@ def new_stats() -> dict[str, Any]:
         "tool_calls": {},  # (service, agent, tool, ok) -> count, made from the assembler's rows when read
         "late": 0,
         "model_only_runs": 0,  # traces of model calls alone (no agent span, no tool): not agent runs
+        "fragmented": {},  # instrumentation scope -> roots that are pieces of runs, each a trace of its own
+        "fragment_suspects": {},  # scope -> model-call and workflow roots alone, fragmented if its tools are too
         "unread": {},  # instrumentation scope -> spans that look like agent work and were not read
         "steps_dropped": 0,
         "routes_dropped": 0,

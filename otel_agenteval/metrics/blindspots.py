@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
+from ..engine.routing import FRAMEWORK_SPAN
 from ..model.product_log import product_log
 from ..model.trajectory import Trajectory
 from ..reading.frameworks import capture_setting
@@ -61,7 +62,8 @@ class UncheckedTally:
                     if len(self.calls) >= _MAX_KEYS:
                         continue
                     framework, setting = capture_setting(getattr(step, "span_attributes", None), t.root_attributes,
-                                                         getattr(getattr(step, "scope", None), "name", None))
+                                                         getattr(getattr(step, "scope", None), "name", None),
+                                                         t.extra.get(FRAMEWORK_SPAN))
                     row = self.calls[key] = {"agent": t.agent_name, "tool": step.tool, "reason": NO_ARGUMENTS,
                                              "calls": 0, "framework": framework, "setting": setting}
                 row["calls"] += 1
@@ -91,7 +93,8 @@ class UncheckedCalls:
                 if step.tool in checked and step.raw_arguments is None:
                     self.counter.labels(service, agent, self._tool_label(step.tool), NO_ARGUMENTS).inc()
                     self._say_once(service, step.tool, agent, getattr(step, "span_attributes", None),
-                                   t.root_attributes, getattr(getattr(step, "scope", None), "name", None))
+                                   t.root_attributes, getattr(getattr(step, "scope", None), "name", None),
+                                   t.extra.get(FRAMEWORK_SPAN))
         if t.llm_calls and not (t.input_tokens or t.output_tokens):
             self.counter.labels(service, agent, "", NO_TOKEN_USAGE).inc()
             self._say_once(service, "", agent, None, None, None)
@@ -104,13 +107,14 @@ class UncheckedCalls:
         self.counter.labels(service, agent, "", NO_TOKEN_USAGE)
 
     def _say_once(self, service: str, tool: str, agent: str, attributes: dict[str, Any] | None,
-                  root_attributes: dict[str, Any] | None, scope: str | None) -> None:
+                  root_attributes: dict[str, Any] | None, scope: str | None,
+                  run_attributes: dict[str, Any] | None = None) -> None:
         key = (service, tool)
         if key in self._logged or len(self._logged) >= _MAX_KEYS:
             return
         self._logged.add(key)
         if tool:
-            framework, setting = capture_setting(attributes, root_attributes, scope)
+            framework, setting = capture_setting(attributes, root_attributes, scope, run_attributes)
             log.warning(f"agenteval.unchecked: {tool} spans carry no arguments, so duplicate and confirmation "
                         f"checks cannot run on them; {framework} records them with {setting}",
                         reason=NO_ARGUMENTS, service_name=service, agent=agent, tool=tool,

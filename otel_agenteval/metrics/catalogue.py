@@ -131,6 +131,11 @@ UNREAD_SPANS = Declared("agenteval_unread_spans",
                         "OpenInference) but were read as no tool call, model call or agent run, by "
                         "instrumentation scope (unknown: none recorded; other: past 64 scopes).",
                         ("scope",), otel="agenteval.unread_spans", unit="{span}")
+FRAGMENTED_SPANS = Declared("agenteval_fragmented_spans",
+                            "Roots that are pieces of agent runs, each arriving as a trace of its own (the "
+                            "instrumentation does not propagate context): tool calls with no agent around them, "
+                            "and, once a scope sends those, its lone model calls and workflows; by "
+                            "instrumentation scope.", ("scope",), otel="agenteval.fragmented_spans", unit="{span}")
 STEPS_DROPPED = Declared("agenteval_steps_dropped",
                          "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
                          otel="agenteval.steps_dropped", unit="{step}")

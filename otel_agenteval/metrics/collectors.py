@@ -97,6 +97,10 @@ class SelfCollector(Collector):
         for scope, n in sorted(counts.items()):
             unread.add_metric((scope,), n)
         yield unread
+        fragmented = _family(m.FRAGMENTED_SPANS)
+        for scope, n in sorted(s["fragmented"].items()):
+            fragmented.add_metric((scope,), n)
+        yield fragmented
         yield _family(m.STEPS_DROPPED, s["steps_dropped"])
         yield _family(m.OPEN_SPANS_DROPPED, s["routes_dropped"])
         dropped = _family(m.SPANS_DROPPED)

@@ -1,4 +1,4 @@
-"""Writes inferred from tool names: ``create_claim``, ``issueRefund``, ``orders.cancel`` write.
+"""Writes inferred from tool names: ``create_claim``, ``issueRefund``, ``orders.cancel``, ``orders-create_claim`` write.
 
 With no policy, or for a tool the policy does not name, a tool whose name starts with a write
 verb is an *inferred write*: a second identical call is a ``duplicate_write`` (severity
@@ -34,13 +34,28 @@ _NAMESPACE = re.compile(r"__|[./:]")  # "crm.create_contact", "mcp__github__crea
 _FIRST_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")  # snake_case, kebab-case, camelCase, PascalCase
 
 
-def first_word(tool: str) -> str:
-    """The verb position of a tool name: the first word of its last namespace segment, lower-cased."""
+def _word(segment: str) -> str:
+    m = _FIRST_WORD.search(segment)
+    return m.group(0).lower() if m else ""
+
+
+def function_part(tool: str) -> str:
+    """Where a tool name's verb sits: its last namespace segment, past a ``plugin-`` prefix when
+    the segment is ``<plugin>-<function>`` and the plugin is not a verb (Semantic Kernel names
+    tools ``orders-create_claim``; ``send-email`` keeps its verb first)."""
     parts = [p for p in _NAMESPACE.split(tool) if p.strip(" _-")]
     if not parts:
         return ""
-    m = _FIRST_WORD.search(parts[-1])
-    return m.group(0).lower() if m else ""
+    segment = parts[-1]
+    plugin, dash, function = segment.partition("-")
+    if dash and "-" not in function and function.strip(" _") and _word(plugin) not in WRITE_VERBS:
+        return function
+    return segment
+
+
+def first_word(tool: str) -> str:
+    """The verb position of a tool name: the first word of its function part, lower-cased."""
+    return _word(function_part(tool))
 
 
 _HANDOFF = re.compile(r"^(?:escalate|handoff|hand_?off)|^transfer[_\-.]?(?:to|agent|human|call|conversation|chat)"
@@ -50,8 +65,8 @@ _HANDOFF = re.compile(r"^(?:escalate|handoff|hand_?off)|^transfer[_\-.]?(?:to|ag
 def is_handoff(tool: str) -> bool:
     """A hand-off to another agent or a person (``transfer_to_human_agents``, ``escalate_ticket``),
     not a write: it changes who answers, not the user's data. ``transfer_funds`` is a write."""
-    parts = [p for p in _NAMESPACE.split(tool) if p.strip(" _-")]
-    return bool(parts) and _HANDOFF.search(parts[-1]) is not None
+    function = function_part(tool)
+    return bool(function) and _HANDOFF.search(function) is not None
 
 
 @functools.lru_cache(maxsize=MAX_NAMES)

@@ -285,16 +285,16 @@ def looks_llm_or_tool(keys: frozenset[str]) -> bool:
 
 
 def capture_setting(attributes: dict[str, Any] | None, root_attributes: dict[str, Any] | None = None,
-                    scope: str | None = None) -> tuple[str, str]:
-    """(framework, the setting that turns argument capture on), told from a tool span's
-    attributes, its run's root attributes or its instrumentation scope."""
+                    scope: str | None = None, run_attributes: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(framework, the setting that turns argument capture on), told from a tool span's attributes,
+    its run's root attributes, a marked span of its run's (``run_attributes``) or its instrumentation scope."""
     for marker, framework, setting in CAPTURE_SETTINGS:
         if marker.startswith("scope:"):
             if scope and scope.startswith(marker[6:]):
                 return framework, setting
             continue
         key, _, want = marker.partition("=")
-        for attrs in (attributes, root_attributes):
+        for attrs in (attributes, root_attributes, run_attributes):
             if attrs and key in attrs and (not want or attrs.get(key) == want):
                 return framework, setting
     return GENERIC_SETTING

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engine.routing import FRAMEWORK_SPAN
 from ..model.arguments import parse_arguments
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
@@ -106,7 +107,8 @@ def _missing(t: Trajectory) -> str | None:
     for step in t.steps:
         if step.raw_arguments is None or (step.ok and step.raw_result is None):
             scope = getattr(step, "scope", None)
-            framework, setting = capture_setting(None, t.root_attributes, getattr(scope, "name", None))
+            framework, setting = capture_setting(None, t.root_attributes, getattr(scope, "name", None),
+                                                 t.extra.get(FRAMEWORK_SPAN))
             return f"tool results not captured ({framework}: {setting})"
     return None
 
