@@ -19,7 +19,7 @@ venv=${VENV:-.venv}
 root="$repo/$venv/frameworks"
 uv_version=0.13.8
 pytest_pins=(pytest==9.2.0 pytest-timeout==2.4.0)
-envs=${OTEL_AGENTEVAL_FRAMEWORKS:-strands google-adk crewai smolagents agent-framework autogen}
+envs=${OTEL_AGENTEVAL_FRAMEWORKS:-strands google-adk crewai smolagents agent-framework autogen node}
 
 declare -A tests=(
   [strands]="test_strands.py test_guard_strands.py test_examples.py"
@@ -29,6 +29,36 @@ declare -A tests=(
   [agent-framework]="test_agent_framework.py"
   [autogen]="test_autogen.py"
 )
+
+secs() { echo $(( $(date +%s) - $1 )); }
+
+# TypeScript agents under Node (issue 39): each framework's exact npm packages
+# (tests/frameworks/node/packages-NAME/package.json) installed once under ~/.cache/otel-agenteval/node/NAME,
+# again only when that file changes; the test runs them live into a real `serve` (test_node_live.py).
+if [[ " $envs " == *" node "* ]] && ! { command -v node && command -v npm; } >/dev/null; then
+  [ -z "${CI:-}" ] || { echo "frameworks: node: the TypeScript leg needs node and npm" >&2; exit 1; }
+  echo "frameworks: node: no node or npm here, the TypeScript leg skipped" >&2
+  envs=${envs//node/}
+fi
+if [[ " $envs " == *" node "* ]]; then
+  envs=${envs//node/}
+  t0=$(date +%s)
+  export OTEL_AGENTEVAL_NODE_DIR="${OTEL_AGENTEVAL_NODE_DIR:-$HOME/.cache/otel-agenteval/node}"
+  for pkg in tests/frameworks/node/packages-*/package.json; do
+    name=$(basename "$(dirname "$pkg")"); name=${name#packages-}
+    dir="$OTEL_AGENTEVAL_NODE_DIR/$name"
+    if [ ! -d "$dir/node_modules" ] || ! cmp -s "$pkg" "$dir/package.json"; then
+      rm -rf "$dir" && mkdir -p "$dir" && cp "$pkg" "$dir/package.json"
+      (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
+    fi
+  done
+  installed=$(secs "$t0")
+  t0=$(date +%s)
+  # the main environment's package, as the main suite tests it (these are Node's pins, not Python's)
+  CI=${CI:-1} "$repo/$venv/bin/python" -m pytest -p no:cacheprovider -q tests/frameworks/test_node_live.py "$@"
+  echo "frameworks: node: install ${installed}s, tests $(secs "$t0")s" >&2
+fi
+[ -n "${envs// /}" ] || exit 0
 
 uv="$repo/$venv/bin/uv"
 if [ ! -x "$uv" ] || [ "$("$uv" --version | cut -d' ' -f2)" != "$uv_version" ]; then
@@ -40,7 +70,6 @@ export UV_NO_PROGRESS=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src" "$work/dist" "$work/run" "$root"
-secs() { echo $(( $(date +%s) - $1 )); }
 
 t0=$(date +%s)
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/src"

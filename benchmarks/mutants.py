@@ -195,8 +195,8 @@ SITES: tuple[Mutant, ...] = (
            "a checkpoint deletes a segment of a run still open: a crash loses it"),
     Mutant("receiver/durability.py", "again = [s for s in batch.spans if s._context[0] not in played]",
            "again = list(batch.spans)", "runs already scraped are counted again after a crash"),
-    Mutant("receiver/durability.py", "                return  # not synced: kept for the next checkpoint, nothing dropped\n",
-           "                pass\n", "segments dropped though the played marks were not synced"),
+    Mutant("receiver/durability.py", "if self._played and self._mark(self._played):",
+           "if self._played:", "played marks forgotten though they were not synced"),
     Mutant("receiver/durability.py", "if queue.spans + len(spans) > queue.capacity:",
            "if queue.spans > queue.capacity:", "a request the queue refuses is logged anyway"),
     # --- receiver: decoding -------------------------------------------------------------------------

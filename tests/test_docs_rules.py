@@ -23,7 +23,7 @@ def test_every_rule_has_a_passing_and_a_failing_trace():
     fired = {r for e in expects for r in e}
     assert fired >= {"duplicate_write", "write_retried_after_error", "budget_breach", "write_without_confirmation",
                      "unauthorized_action", "scope_violation", "ordering_violation", "conditional_forbidden",
-                     "ungrounded_argument"}
+                     "ungrounded_argument", "tainted_argument"}
 
 
 def _play(h: Any, run: dict[str, Any], at: float) -> float:

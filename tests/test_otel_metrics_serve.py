@@ -81,7 +81,7 @@ def test_every_family_serve_exposes_is_declared_and_goes_out_through_the_bridge(
     # every receiver and log entry with a series is an instrument
     served = {s.name for family in receiver.registry.collect() for s in family.samples}
     serve_own = [d for d in mc.CATALOGUE if d.name.startswith(("agenteval_receiver_", "agenteval_wal_"))]
-    assert len(serve_own) == 22 and all(d.otel for d in serve_own)
+    assert len(serve_own) == 23 and all(d.otel for d in serve_own)
     with_series = {d.otel for d in serve_own if (f"{d.name}_total" if d.kind == "counter" else d.name) in served}
     # labelled only when it happens: an error, a drain that ran out of time
     assert {d.otel for d in serve_own} - with_series == {"agenteval.receiver.errors", "agenteval.receiver.drain_lost"}

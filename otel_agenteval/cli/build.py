@@ -14,6 +14,7 @@ COMPILED_MODULES = (  # by stage, as the package is laid out
     "reading.confirmations",
     "reading.extract",
     "reading.labels",
+    "reading.provenance",
     "reading.semconv",
     "reading.span_values",
     "reading.spans",

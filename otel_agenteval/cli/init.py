@@ -44,6 +44,48 @@ def _existing(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _agreements(traces: list[str], existing: dict[str, Any], seen: Any) -> None:
+    """Read each write the runs made against their conversation (a second pass, with every write
+    requiring a confirmation whose key values are inferred by type), into ``seen.agreements``:
+    the calls the user said yes to a proposal for, and the key arguments those proposals showed."""
+    from ..policy.policy import Policy
+    from ..policy.starter import AgreementSeen
+    from ..reading.dialogue.values import key_values, looks_like_handle
+    from ..replay import replay
+
+    base = Policy.from_dict(existing, "policy") if existing else Policy()
+    have = existing.get("tools") or {}
+    writes = [t for t in seen.tools if t not in have and base.is_write(t)]
+    if not writes or "-" in traces:
+        return
+    probe = dict(existing)
+    probe["tools"] = {**have, **{t: {"write": True, "requires_confirmation": True} for t in writes}}
+    probe.pop("custom_rules", None)
+    missing: dict[str, dict[str, Any]] = {}
+    steps: list[Any] = []
+
+    def found(v: Any) -> None:
+        if v.rule == "write_without_confirmation" and v.span_id is not None:
+            missing[v.span_id] = dict(v.details)
+
+    def done(t: Any) -> None:
+        steps.extend(s for s in t.steps if s.tool in probe["tools"] and s.tool in writes)
+
+    replay(traces, Policy.from_dict(probe, "probe"), on_reject=lambda m: None, keep=False,
+           on_trajectory=[done], on_violation=[found])
+    for s in steps:
+        why = missing.get(format(s.span_id, "016x"), {})
+        if why.get("reason") == "no_messages":
+            continue
+        a = seen.agreements.setdefault(s.tool, AgreementSeen())
+        a.calls += 1
+        shown = {p for p, v in key_values(s.arguments, None) if not looks_like_handle(v)} - set(why.get("not_shown", ()))
+        if why.get("reason") is None or (shown and why.get("reason") == "not_shown"):  # a yes to a proposal of it
+            a.agreed += 1
+            for path in shown:
+                a.shown[path] = a.shown.get(path, 0) + 1
+
+
 def run(args: argparse.Namespace) -> int:
     from ..policy.policy import Policy, PolicyError
     from ..policy.starter import Observed, render
@@ -78,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{', '.join(args.traces)}: {empty.split(' (--allow-empty')[0]}")
     if not seen.runs:
         return _fail(f"{', '.join(args.traces)}: spans read, but no agent run in them (no tool or model spans)")
+    if not rejected:
+        _agreements(args.traces, existing, seen)
     text, added = render(seen, existing, ", ".join(os.path.basename(t) for t in args.traces))
     try:
         Policy.from_yaml(text, str(out))  # what check-policy will say

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..metrics.blindspots import UncheckedTally, checked_tools
 from ..model.summary import RunSummary
 from ..model.violation import Violation
 from ..policy.policy import Policy
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             shown.append(v)
 
     progress = _Progress(paths, enabled=not args.quiet and sys.stderr.isatty())
+    unchecked = UncheckedTally(checked_tools(policy.tools, policy.outcome.success_when))
 
     def on_reject(msg: str) -> None:
         if not args.quiet:
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose,
-                        on_trajectory=[summary.add_trajectory, *([judging.sink.finished] if judging else [])],
+                        on_trajectory=[summary.add_trajectory, unchecked.finished, *([judging.sink.finished] if judging else [])],
                         on_violation=[found, *([judging.sink.violation] if judging else [])],
                         on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
@@ -103,16 +105,24 @@ def run(args: argparse.Namespace) -> int:
     extra = {"trajectories": summary.runs, "late_spans": stats.get("late", 0),
              "evicted": sum(stats.get("evicted", {}).values()) - stats.get("evicted", {}).get("shutdown", 0),
              "unfinished": stats.get("evicted", {}).get("shutdown", 0)}
+    unread = dict(sorted(stats.get("unread", {}).items()))  # scope -> spans that look like agent work, not read
     if table:
         if summary.violations:
             print()
         print(summary.render_table())
         print(_input_line(counts, extra))
+        if unread:
+            print("unread spans (look like agent work, read as nothing; by instrumentation scope): "
+                  + ", ".join(f"{scope} {n}" for scope, n in unread.items()))
+        for row in unchecked.rows():
+            print(f"unchecked calls: {row['agent']}/{row['tool']} {row['calls']} (no arguments on the spans; "
+                  f"{row['framework']} records them with {row['setting']})")
         if judging is not None:
             judging.write(args.judgements, "table", sys.stdout)
     else:
         doc: dict[str, Any] = {"violations": [v.model_dump(mode="json") for v in shown],
-                               "summary": summary.to_dict(), "input": {**counts, **extra}}
+                               "summary": summary.to_dict(), "input": {**counts, **extra},
+                               "unread_spans": unread, "unchecked_calls": unchecked.rows()}
         if judging is not None:
             doc["judge"] = judging.write(args.judgements, "json", sys.stdout)
         print(json.dumps(doc, indent=2))
@@ -133,7 +143,8 @@ def no_spans_message(counts: dict[str, int]) -> str | None:
 
 def _violation_line(v: Violation) -> str:
     tool = f" tool={v.tool}" if v.tool else ""
-    return f"{v.severity.upper():8} {v.rule}  agent={v.agent}{tool} trace={v.trace_id}  {v.message}"
+    span = f" span={v.span_id}" if v.span_id else ""
+    return f"{v.severity.upper():8} {v.rule}  agent={v.agent}{tool} trace={v.trace_id}{span}  {v.message}"
 
 
 def _input_line(c: dict[str, int], extra: dict[str, int]) -> str:

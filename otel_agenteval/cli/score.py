@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from ..judging.offline import add_arguments as judge_arguments
+from ..metrics.blindspots import UncheckedTally, checked_tools
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..policy.policy import Policy
 from ..scoring.bind import case_id_of, load_mapping
 from ..scoring.cases.load import DEFAULT_STEPS_FACTOR, ORDERS, ResolvedCase, load_cases
 from ..scoring.reliability import CaseResult, check_trials
-from ..scoring.report import compare, formats, overview
+from ..scoring.report import compare, formats
 from ..scoring.report import document as report
 from ..scoring.score import score_run
 from ..scoring.store import RunStore
@@ -167,28 +168,8 @@ def _write(args: argparse.Namespace, labels: list[str], docs: list[dict[str, Any
         if args.format == "json":
             doc = {**doc, "compare": {**cmp, "plot": None if skipped else str(args.plot),
                                        "summaries": {lab: d["summary"] for lab, d in zip(labels, docs)}}}
-    if args.format == "html":
-        from ..scoring.report.html import labels_title, write_html
-
-        write_html(doc, out, cmp, title=labels_title(labels), candidates=list(zip(labels, docs)))
-    elif args.format == "json":
-        report.write_json(doc, out)
-    elif args.format == "markdown":
-        formats.write_markdown(doc, out)
-    elif args.format == "junit":
-        out.write(formats.to_junit(doc) + "\n")
-    elif args.verbose or args.all_steps:
-        report.write_table(doc, out, all_steps=args.all_steps)
-        if cmp is not None:
-            out.write("\n" + compare.to_table(cmp) + "\n")
-    else:
-        overview.write_overview(doc, out)
-        if cmp is not None:
-            out.write("\n" + compare.to_table(cmp) + "\n")
-    if "judge" in doc and args.format == "table":
-        from ..judging.offline import table
-
-        out.write("\n" + table(doc["judge"]) + "\n")
+    formats.write_report(doc, out, args.format, cmp, list(zip(labels, docs)),
+                         detailed=bool(args.verbose or args.all_steps), all_steps=args.all_steps)
 
 
 def _labels(args: argparse.Namespace, groups: list[list[str]]) -> list[str] | None:
@@ -244,6 +225,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             failed.append(f"trace {t.trace_hex}: {type(exc).__name__}: {exc}")
 
     progress = _Progress([Path(p) for p in paths], enabled=not args.quiet and sys.stderr.isatty())
+    unchecked = UncheckedTally(checked_tools(policy.tools, policy.outcome.success_when))
 
     def on_reject(msg: str) -> None:
         if not args.quiet:
@@ -252,7 +234,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
 
     try:
         got = replay(paths, policy, strict=args.strict, on_reject=on_reject, keep=False, log_violations=args.verbose > 1,
-                     on_trajectory=[finished, *([judging.sink.finished] if judging else [])],
+                     on_trajectory=[finished, unchecked.finished, *([judging.sink.finished] if judging else [])],
                      on_violation=[found, *([judging.sink.violation] if judging else [])],
                      on_progress=progress.update if progress.enabled else None)
     except RejectedInput as exc:
@@ -287,7 +269,15 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"{unbound} runs carry no case id (set agenteval.case.id on the root span, or use --mapping)")
         for cid, n in unknown.items():
             _err(f"{n} runs name case {cid!r}, which the cases file does not have")
+    unread = dict(sorted(got.engine_stats.get("unread", {}).items()))
+    if not args.quiet:  # what no score can see: said, and in the report's summary
+        for scope, n in unread.items():
+            _err(f"{n} unread spans of instrumentation scope {scope!r}: they look like agent work, read as nothing")
+        for row in unchecked.rows():
+            _err(f"{row['calls']} unchecked calls of {row['agent']}/{row['tool']} (no arguments on the spans; "
+                 f"{row['framework']} records them with {row['setting']})")
     extra = {"runs": sum(r.n for r in results), "unbound_runs": unbound, "unknown_cases": dict(unknown),
+             "unread_spans": unread, "unchecked_calls": unchecked.rows(),
              "unbound": {"listed": unbound_runs, "not_listed": unbound + sum(unknown.values()) - len(unbound_runs)},
              "input": counts}
     doc = report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,

@@ -10,7 +10,7 @@ is not checked again: :mod:`._threadstate` marks that thread.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any, Final
 
 from ..model.product_log import product_log
@@ -69,10 +69,13 @@ class Dispatch:
         self.rules = tuple(rules)
         self.errors = errors  # the engine's error counts: a broken rule is counted under "rule"
         self.disabled = frozenset(r for r, on in policy.rules.items() if not on)
+        # tainted_argument runs: a finished run's tokens go to its conversation (engine/finalise.py)
+        self.taint = policy.taint.enabled and "tainted_argument" not in self.disabled and any(
+            getattr(r, "__name__", "") == "tainted_argument" for r in self.rules)
         self.by_event: dict[type, tuple[Rule, ...]] = {}
         self.gated: dict[type, tuple[Rule, ...]] = {}  # called only when an event crosses the budget
-        tool_scope: list[tuple[Rule, frozenset[str] | None]] = []
-        repeat_scope: list[tuple[Rule, frozenset[str] | None]] = []
+        tool_scope: list[tuple[Rule, Container[str] | None]] = []  # a set of names, or a container deciding
+        repeat_scope: list[tuple[Rule, Container[str] | None]] = []
         for kind in (ToolStep, LLMCall, Finish):
             chosen, gated = [], []
             for rule in self.rules:

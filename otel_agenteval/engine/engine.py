@@ -24,7 +24,7 @@ from .assemble import Assembler
 from .dispatch import Dispatch, load_custom_rules
 from .errors import caught
 from .events import RunEvents
-from .routing import Arrival, Run, name_at_start, outer_context
+from .routing import Arrival, Run, name_at_start, name_root, outer_context
 from .self_stats import SpanCounts, new_stats, read_stats
 from .sinks import FinishSink, Sink, Sinks
 from .store import ProcessClock, SpanClock, Store
@@ -94,9 +94,8 @@ class Engine:
                 run = Run(ctx[1], ctx[0], span._start_time or 0, self._services.of(span), outer)
                 if attrs or type(a) is _BOUNDED:
                     run.attributes = attrs  # the span's own dict: complete once it ends, nothing copied
-                if agent:
-                    run.is_agent = True
-                    name_at_start(run, span, attrs, True, self._dispatch)
+                run.is_agent = agent
+                name_root(run, span, attrs, self._dispatch)
             elif agent:
                 name_at_start(run, span, attrs, False, self._dispatch)
             elif not run.is_agent and (sc.AE_CASE_ID in attrs or sc.AGENTEVALS_CASE_ID in attrs):

@@ -13,6 +13,7 @@ from typing import Any
 from ..model.trajectory import AgentSpan, LLMCall, ToolStep, Trajectory
 from ..model.violation import Violation
 from ..reading import confirmations, extract
+from ..reading import frameworks as fw
 from ..reading import semconv as sc
 from ..reading.extract import AGENT, LLM, TOOL
 from .assemble import Assembler
@@ -35,6 +36,7 @@ class RunEvents:
         self.stats = stats
         self.needs_confirmations = policy.needs_confirmations
         self.needs_content = policy.needs_content
+        self.keeps_chat = policy.needs_messages  # confirmation, grounding or taint read the latest messages
 
     def apply(self, run: Run, a: Arrival, now: int) -> None:
         """An arrival that waited in the run's inbox: a span's end, or the run's early finalisation."""
@@ -69,9 +71,13 @@ class RunEvents:
             if kind is TOOL:
                 self._tool(run, t, item, out, now)
             elif kind is LLM:
-                self._llm(run, t, span, attrs, item, out, end_ns, now)
+                parent = span._parent
+                wrapper = run.llm_parent == span._context[1]  # a model call ended inside it: not a second call
+                run.llm_parent = 0 if parent is None else parent[1]
+                if not wrapper:
+                    self._llm(run, t, span, attrs, item, out, end_ns, now)
             elif kind is AGENT:
-                self._agent(run, t, item, root_end, now)
+                self._agent(run, t, item, root_end, now, attrs)
             else:
                 confirmations.keep(t.extra, item)
         if root_end:
@@ -146,14 +152,17 @@ class RunEvents:
             if gate:
                 dispatch.run(call, self._check(run, t), out, dispatch.gated_llm)
         self.assembler.llm(t, inp, outp, cost)
-        if self.needs_content:  # the latest model call's messages, for confirmation/grounding
+        if self.keeps_chat:  # the latest model call's messages, for confirmation/grounding/taint
             t.extra["prev_chat"] = t.extra.get("last_chat")
             t.extra["last_chat"] = (end_ns, span)
 
-    def _agent(self, run: Run, t: Trajectory, info: AgentSpan, own: bool, now: int) -> None:
+    def _agent(self, run: Run, t: Trajectory, info: AgentSpan, own: bool, now: int, attrs: dict[str, Any]) -> None:
         self._join(t, info.conversation_id, now)
-        if info.name and (own or not run.named):
-            run.rename(info.name, True, self.dispatch.limits_for(info.name))
+        name = info.name
+        if own and run.named and name != run.agent_name and not extract.stated_agent_name(attrs):
+            name = None  # the run's own span states no agent (its name is a guess): the innermost named one wins
+        if name and (own or not run.named):
+            run.rename(name, True, self.dispatch.limits_for(name))
         if own or t.root is None:
             t.root = info
 
@@ -177,6 +186,8 @@ class RunEvents:
             self.finalise(run, "root_end", end_ns, out)
             return None
         if t is not None and t.root is None:
+            if run.agent_name is None and fw.names_agent_by_root(attrs) and span._name:
+                run.rename(span._name, False, self.dispatch.limits_for(span._name))
             ctx = span._context
             outcome, ok = extract.root_outcome(span)
             t.root = AgentSpan(name=None, span_id=ctx[1], trace_id=ctx[0], start_ns=span._start_time or 0,

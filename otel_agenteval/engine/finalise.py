@@ -13,12 +13,12 @@ from typing import Any, Final
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..reading import confirmations, extract
-from ..rules import Check, Finish
+from ..rules import Check, Finish, taint
 from .assemble import Assembler, keep_first
 from .dispatch import Dispatch
 
 MAX_CONVERSATION_WRITES: Final = 4096  # write calls a conversation remembers, each map
-_SPAN_HOLDERS: Final = ("last_chat", "prev_chat", "confirmed", "repeats")  # rule state that may hold spans
+_SPAN_HOLDERS: Final = ("last_chat", "prev_chat", "dialogue", "confirmed", "repeats", "taint_trusted")  # rule state that may hold spans
 _start_ns = attrgetter("start_ns")
 
 
@@ -61,6 +61,8 @@ def finish(t: Trajectory, reason: str, end_ns: int, check: Check | None, dispatc
     _in_start_order(t)
     if t.conversation is not None:
         _carry_over(t, needs_content)
+    if dispatch.taint:
+        taint.carry_over(t, dispatch.policy)
     t.finished = True
     extra = t.extra
     for key in _SPAN_HOLDERS:

@@ -16,6 +16,7 @@ from opentelemetry import baggage
 from ..model.trajectory import Trajectory
 from ..reading import extract
 from ..reading import semconv as sc
+from ..reading.frameworks import names_agent_by_root
 from ..reading.tool_steps import merge_nested
 from ..rules import Check
 from .dispatch import Dispatch
@@ -45,9 +46,9 @@ class Arrival:
 class Run:
     """One agent run's place in the engine: its identity, its agent, its trajectory once it has one."""
 
-    __slots__ = ("agent_name", "attributes", "busy", "case_attributes", "case_span", "check", "closed", "done", "inbox", "is_agent",
-                 "key", "named", "nested", "open_tools", "outer", "queued_at", "seen_at", "service", "start_ns",
-                 "tool_row", "trace_id", "traj")
+    __slots__ = ("agent_name", "attributes", "busy", "case_attributes", "case_span", "check", "closed", "done", "inbox",
+                 "is_agent", "key", "llm_parent", "named", "nested", "open_tools", "outer", "queued_at", "seen_at",
+                 "service", "start_ns", "tool_row", "trace_id", "traj")
 
     def __init__(self, key: int, trace_id: int, start_ns: int, service: str,
                  outer: list[dict[str, Any]] | None = None) -> None:
@@ -74,6 +75,7 @@ class Run:
         # one tool call recorded by two instrumentations, one span inside the other (AutoGen + OpenInference):
         self.open_tools: dict[int, str] | None = None  # tool span id -> its tool, from its start to its end
         self.nested: dict[int, Any] | None = None  # outer tool span id -> the inner span's step, until it ends
+        self.llm_parent = 0  # the parent span id of the last model call: a model-call span ending as it is wraps it
 
     def names_case(self, span_id: int, attrs: dict[str, Any]) -> None:
         """A span of this (non-agent) run names a case: agent runs started under it while it is open take it."""
@@ -139,6 +141,9 @@ def name_at_start(run: Run, span: Any, attrs: dict[str, Any], own: bool, dispatc
     """A starting agent span names its run: a name it states outright (the key span's own wins
     over a nested agent span's), else a guess from how it looks while the run has no name."""
     explicit = extract.stated_agent_name(attrs)
+    if not explicit and not own and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
+        node = attrs.get(sc.OI_GRAPH_NODE_ID)  # a nested agent's own name (OpenAI Agents JS bridge, CrewAI)
+        explicit = str(node) if node else None
     if explicit:
         if own or not run.named:
             run.rename(explicit, True, dispatch.limits_for(explicit))
@@ -172,3 +177,12 @@ def outer_context(outer: Run | None, parent_context: Any, routes: dict[int, Run]
         if picked:
             found.append(picked)
     return found or None
+
+
+def name_root(run: Run, span: Any, attrs: dict[str, Any], dispatch: Dispatch) -> None:
+    """A run's own span starting: an agent span names it (:func:`name_at_start`); another root only
+    when the framework names its root after the agent (:func:`~..reading.frameworks.names_agent_by_root`)."""
+    if run.is_agent:
+        name_at_start(run, span, attrs, True, dispatch)
+    elif attrs and names_agent_by_root(attrs) and span.name:
+        run.rename(span.name, False, dispatch.limits_for(span.name))

@@ -7,6 +7,7 @@ marks the thread while they run, and the engine drops such spans, counted.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from ..model.product_log import product_log
@@ -17,6 +18,24 @@ from .errors import caught
 from .threadstate import enter, leave
 
 log = product_log()  # structlog as the app set it up; stderr when it did not
+
+def _renew_write_locks() -> None:
+    """In a forked child: structlog's write lock per file (its ``PrintLogger``'s, the default and
+    serve's), which a thread of the parent may have held at the fork, made new in place, so the
+    child's first violation log cannot wait on it forever (``logging`` renews its handlers' own)."""
+    try:
+        from structlog import _output
+
+        for lock in list(_output.WRITE_LOCKS.values()):
+            renew = getattr(lock, "_at_fork_reinit", None)
+            if renew is not None:
+                renew()
+    except Exception:  # noqa: BLE001 - another structlog: nothing to renew, never fail the fork
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_write_locks)
 
 Sink = Callable[[Violation], None]
 FinishSink = Callable[[Trajectory], None]

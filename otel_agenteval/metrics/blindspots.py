@@ -42,6 +42,34 @@ def checked_tools(tools: Mapping[str, Any] | Iterable[str], success_when: Iterab
     return frozenset(out)
 
 
+class UncheckedTally:
+    """Unchecked calls of finished trajectories by (agent, tool), each with the framework's setting
+    that turns arguments on: what ``replay`` and ``score`` print (bounded like the counters)."""
+
+    def __init__(self, checked: frozenset[str]) -> None:
+        self.checked = checked
+        self.calls: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def finished(self, t: Trajectory) -> None:
+        if not self.checked:
+            return
+        for step in t.steps:
+            if step.tool in self.checked and step.raw_arguments is None:
+                key = (t.agent_name, step.tool)
+                row = self.calls.get(key)
+                if row is None:
+                    if len(self.calls) >= _MAX_KEYS:
+                        continue
+                    framework, setting = capture_setting(getattr(step, "span_attributes", None), t.root_attributes,
+                                                         getattr(getattr(step, "scope", None), "name", None))
+                    row = self.calls[key] = {"agent": t.agent_name, "tool": step.tool, "reason": NO_ARGUMENTS,
+                                             "calls": 0, "framework": framework, "setting": setting}
+                row["calls"] += 1
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [self.calls[k] for k in sorted(self.calls)]
+
+
 class UncheckedCalls:
     """``agenteval_unchecked_calls_total``, counted from each finished trajectory."""
 

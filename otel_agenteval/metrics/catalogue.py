@@ -250,5 +250,9 @@ WAL_CAPACITY = Declared("agenteval_wal_capacity_bytes", "The write-ahead log's b
                         kind="gauge", otel="agenteval.wal.limit", unit="By")
 WAL_SEGMENTS = Declared("agenteval_wal_segments", "Segment files in the write-ahead log.", kind="gauge",
                         otel="agenteval.wal.segments", unit="{segment}")
+WAL_REFUSING = Declared("agenteval_wal_refusing",
+                        "1 while the write-ahead log's disk refuses writes (full or failing): requests are refused "
+                        "until played segments are dropped or space is freed; 0 otherwise.", kind="gauge",
+                        otel="agenteval.wal.refusing", unit="1")
 
 CATALOGUE: tuple[Declared, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Declared))

@@ -20,6 +20,7 @@ KNOWN_RULES: dict[str, Severity] = {
     "ordering_violation": "critical",
     "conditional_forbidden": "critical",
     "ungrounded_argument": "warning",
+    "tainted_argument": "critical",  # a warning when the user pointed at the content it came from
 }
 
 # Which rule function emits a name (to switch off `write_retried_after_error` alone, say).

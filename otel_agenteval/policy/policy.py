@@ -33,6 +33,7 @@ from .sections import (
     SameSubject,
     ToolPolicy,
 )
+from .taint_section import SinkTools, TaintPolicy
 
 # the names users import from here (the sections and the errors live next door)
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "PolicyError",
     "Price",
     "SameSubject",
+    "TaintPolicy",
     "ToolPolicy",
     "load_yaml",
     "with_lines",
@@ -77,7 +79,7 @@ class PolicyError(ConfigError):
 class Policy(BaseModel):
     """The whole policy: its sections, loading (errors name path and line), cached lookups."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     version: Literal[1] = 1
     tools: dict[str, ToolPolicy] = {}
@@ -93,6 +95,7 @@ class Policy(BaseModel):
     infer_writes: bool = True  # a tool the policy does not name is a write when its name starts with a write verb
     guard: GuardPolicy = GuardPolicy()  # the guard's mode and failure mode (guard/guard.py)
     judge: JudgePolicy = JudgePolicy()  # the sampled judge beside the rules (docs/judge.md)
+    taint: TaintPolicy = TaintPolicy()  # sources and sinks of tainted_argument (taint_section.py)
 
     @field_validator("custom_rules")
     @classmethod
@@ -101,6 +104,14 @@ class Policy(BaseModel):
             module, sep, attr = ref.partition(":")
             if not sep or not module or not attr:
                 raise ValueError(f"{ref!r}: must be 'module:attr'")
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _undo_targets(cls, value: dict[str, ToolPolicy]) -> dict[str, ToolPolicy]:
+        for name, tp in value.items():
+            if tp.undoes is not None and tp.undoes.tool not in value:
+                raise ValueError(f"{name}.undoes.tool: {tp.undoes.tool!r} is not a tool of this policy")
         return value
 
     @field_validator("severity", "rules")
@@ -166,6 +177,32 @@ class Policy(BaseModel):
         """Whether rules read message content (confirmation from messages, grounding)."""
         return (self.needs_confirmations and self.confirmation.from_messages) or any(
             t.grounded for t in self.tools.values())
+
+    @functools.cached_property
+    def needs_messages(self) -> bool:
+        """Whether the engine keeps the latest model call's messages (content rules or taint)."""
+        return self.needs_content or (self.taint.enabled and self.rule_enabled("tainted_argument"))
+
+    @functools.cached_property
+    def sink_tools(self) -> SinkTools:
+        """``tool in policy.sink_tools``: a tool some argument of which may be a taint sink."""
+        return SinkTools(self.taint, self.is_write)
+
+    def sinks_for(self, tool: str) -> tuple[dict[str, str] | None, bool]:
+        """A tool's declared sinks (``taint.sinks``) and whether its other string arguments are
+        sinks too (a write, with ``default_sinks``). Cached per tool name."""
+        return self._sinks(tool)
+
+    @functools.cached_property
+    def _sinks(self) -> Any:
+        taint = self.taint
+
+        @functools.lru_cache(maxsize=1024)
+        def resolve(tool: str) -> tuple[dict[str, str] | None, bool]:
+            declared = taint.sinks.get(tool)
+            return (dict(declared) if declared is not None else None), taint.default_sinks and self.is_write(tool)
+
+        return resolve
 
     def tool(self, name: str) -> ToolPolicy | None:
         return self.tools.get(name)

@@ -10,9 +10,14 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from ..model.patterns import compile_pattern
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # 1e400 is a typo, not a bound
+
+
+MAX_TTL_S = 366 * 86400.0  # a year: past it a TTL is a typo (and as nanoseconds it still fits 64 bits)
 
 
 NORMALISER_ALIASES = {"lower": "case", "strip": "whitespace", "int": "number", "id-pattern": "regex", "id_pattern": "regex"}
@@ -41,10 +46,25 @@ class ForbiddenIf(_Model):
             raise ValueError("needs either `after` with `result_matches`, or `same_subject`")
         if self.result_matches is not None:
             try:
-                re.compile(self.result_matches)
-            except re.error as exc:
-                raise ValueError(f"result_matches is not a valid regex: {exc}") from None
+                compile_pattern(self.result_matches)
+            except ValueError as exc:
+                raise ValueError(f"result_matches is {exc}") from None
         return self
+
+
+class ToolConfirmation(_Model):
+    """What a proposal must show the user before a yes covers this tool's call."""
+
+    shows: list[str] | None = None  # argument paths (``flights.flight_number``); None = inferred by type
+    says: list[str] | None = None  # words naming the action: one must start a word of the proposal; None = not checked
+
+
+class Undo(_Model):
+    """This tool undoes an earlier call of ``tool`` on the same ``key`` (its argument, or a field of
+    the undone call's arguments or result): a write redone after its undo is not a duplicate."""
+
+    tool: str
+    key: str
 
 
 class ToolPolicy(_Model):
@@ -55,6 +75,8 @@ class ToolPolicy(_Model):
     requires_before: list[str] = []
     forbidden_if: list[ForbiddenIf] = []
     confirm_arguments: list[str] | None = None  # which arguments a confirmation must state; None = all
+    confirmation: ToolConfirmation | None = None  # what a proposal in the dialogue must show (``shows``)
+    undoes: Undo | None = None  # e.g. cancel_reservation undoes book_reservation on reservation_id
     grounded: bool | list[str] = False  # ungrounded_argument: opt in (all arguments, or these)
     arguments: dict[str, list[str]] = {}  # per-argument normalisers: case, whitespace, number, decimal, date, id, regex:…
 
@@ -104,21 +126,30 @@ DEFAULT_DENY = (r"\b(no|nope|not|don'?t|do not|cancel|stop|never|wait|hold on|wr
                 r"rather not)\b")
 
 
+class Lexicon(_Model):
+    """Words and phrases added to the built-in ones (English, French, German, Spanish, Portuguese,
+    Italian) that the dialogue model reads: ``affirm`` (a yes), ``refuse`` (a no), ``ask`` (the
+    agent asks for agreement), ``negate`` (turns an affirmation into a refusal: "don't proceed")."""
+
+    affirm: list[str] = []
+    refuse: list[str] = []
+    ask: list[str] = []
+    negate: list[str] = []
+
+
 class ConfirmationPolicy(_Model):
     """Where confirmations come from, and what counts as a yes."""
 
     tools: list[str] = []  # confirmation tools, e.g. ask_user_confirmation
-    affirm: str = DEFAULT_AFFIRM
+    affirm: str = DEFAULT_AFFIRM  # a confirmation tool's result that is a yes
     deny: str = DEFAULT_DENY
     from_messages: bool = True  # read captured chat messages when content capture is on
+    lexicon: Lexicon = Lexicon()  # the dialogue model's words, extended
 
     @field_validator("affirm", "deny")
     @classmethod
     def _regex(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regex: {exc}") from None
+        compile_pattern(value, ignore_case=True)  # ValueError: why it is refused
         return value
 
 
@@ -145,9 +176,9 @@ class Limits(_Model):
 
     max_open_trajectories: int = Field(default=10_000, gt=0)
     max_steps_per_trajectory: int = Field(default=512, gt=0)
-    trajectory_ttl_s: float = Field(default=900.0, gt=0)
+    trajectory_ttl_s: float = Field(default=900.0, gt=0, le=MAX_TTL_S)
     max_conversations: int = Field(default=50_000, gt=0)
-    conversation_ttl_s: float = Field(default=3600.0, gt=0)
+    conversation_ttl_s: float = Field(default=3600.0, gt=0, le=MAX_TTL_S)
     max_open_spans: int = Field(default=200_000, gt=0)
     max_tool_labels: int = Field(default=64, gt=0)
     max_agent_labels: int = Field(default=64, gt=0)  # agent_name label values, then "other"

@@ -4,8 +4,11 @@
 :func:`render` turns them, with a user's existing policy merged in, into commented YAML:
 the tools seen with their call counts (writes inferred from their names marked for review),
 each agent's tools as its ``allowed_tools``, step/LLM-call/token/cost budgets at the observed
-p99 with headroom, and confirmation tools when some were seen. Whatever the existing policy
-sets is kept as it is; only what it lacks is added.
+p99 with headroom, and confirmation tools when some were seen. When the spans carried the
+conversation, a write usually preceded by the agent's proposal and the user's yes gets
+``requires_confirmation`` with the key arguments those proposals showed (:class:`AgreementSeen`,
+counted by the ``init`` command); hand-offs (``transfer_to_*``, ``escalate_*``) are no writes.
+Whatever the existing policy sets is kept as it is; only what it lacks is added.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, Final
 import yaml
 
 from ..model.trajectory import Trajectory
-from .write_verbs import is_inferred_write
+from .write_verbs import is_handoff, is_inferred_write
 
 HEADROOM: Final = 1.5  # budgets at the observed p99 times this
 MAX_TOOLS: Final = 500  # tool and agent names come from models: past these, counted, not listed
@@ -62,6 +65,23 @@ class AgentSeen:
 
 
 @dataclass
+class AgreementSeen:
+    """One write's calls read against the conversation: how many had a covering yes, and which
+    key arguments the proposals showed."""
+
+    calls: int = 0
+    agreed: int = 0
+    shown: dict[str, int] = field(default_factory=dict)  # argument path -> calls whose proposal showed it
+
+    def proposal(self) -> dict[str, Any] | None:
+        """``requires_confirmation`` and ``shows`` when most calls (and at least 3) had a yes."""
+        if self.calls < 3 or self.agreed * 2 < self.calls:
+            return None
+        shows = sorted(p for p, n in self.shown.items() if n * 2 >= self.agreed)
+        return {"write": True, "requires_confirmation": True, **({"confirmation": {"shows": shows}} if shows else {})}
+
+
+@dataclass
 class Observed:
     """What the recorded runs did, in counts (one trajectory at a time: use as ``on_trajectory``)."""
 
@@ -71,6 +91,7 @@ class Observed:
     agents: dict[str, AgentSeen] = field(default_factory=dict)
     everyone: AgentSeen = field(default_factory=AgentSeen)
     agents_not_listed: int = 0
+    agreements: dict[str, AgreementSeen] = field(default_factory=dict)  # filled by the door that reads messages
 
     def __call__(self, t: Trajectory) -> None:
         self.runs += 1
@@ -163,8 +184,14 @@ def render(seen: Observed, existing: dict[str, Any], sources: str) -> tuple[str,
             out.append(_line(_key(tool), _flow(tools_have.pop(tool)), counts))
             continue
         inferred = infer and is_inferred_write(tool)
-        out.append(_line(_key(tool), "{write: true}" if inferred else "{}",
-                         counts + ("; inferred write" if inferred else "")))
+        seen_agreed = seen.agreements.get(tool)
+        asks = seen_agreed.proposal() if seen_agreed is not None else None
+        if asks is not None and seen_agreed is not None:
+            out.append(_line(_key(tool), _flow(asks), counts + f"; {seen_agreed.agreed} after a proposal and a yes"))
+            added.append(f"tool {tool} (write, requires_confirmation)")
+            continue
+        note = "; inferred write" if inferred else "; hand-off, not a write" if is_handoff(tool) else ""
+        out.append(_line(_key(tool), "{write: true}" if inferred else "{}", counts + note))
         added.append(f"tool {tool}" + (" (write)" if inferred else ""))
     for tool, value in tools_have.items():  # the user's, not seen in these traces
         out.append(_line(_key(tool), _flow(value), "not seen in these traces"))

@@ -43,7 +43,19 @@ def first_word(tool: str) -> str:
     return m.group(0).lower() if m else ""
 
 
+_HANDOFF = re.compile(r"^(?:escalate|handoff|hand_?off)|^transfer[_\-.]?(?:to|agent|human|call|conversation|chat)"
+                      r"|^transfer.*(?:agent|human|operator|supervisor|support)", re.IGNORECASE)
+
+
+def is_handoff(tool: str) -> bool:
+    """A hand-off to another agent or a person (``transfer_to_human_agents``, ``escalate_ticket``),
+    not a write: it changes who answers, not the user's data. ``transfer_funds`` is a write."""
+    parts = [p for p in _NAMESPACE.split(tool) if p.strip(" _-")]
+    return bool(parts) and _HANDOFF.search(parts[-1]) is not None
+
+
 @functools.lru_cache(maxsize=MAX_NAMES)
 def is_inferred_write(tool: str) -> bool:
-    """Whether the name of ``tool`` starts with a write verb (the policy is not consulted here)."""
-    return first_word(tool) in WRITE_VERBS
+    """Whether the name of ``tool`` starts with a write verb and is no hand-off (the policy is not
+    consulted here)."""
+    return first_word(tool) in WRITE_VERBS and not is_handoff(tool)

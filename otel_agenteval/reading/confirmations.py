@@ -2,24 +2,29 @@
 
 Sources: a confirmation tool's affirmative result (``policy.confirmation.tools``), an
 ``agenteval.confirmation`` span or span event (see :func:`otel_agenteval.record_confirmation`),
-and captured chat messages (read at the write, see :func:`message_confirmation`). A confirmation
-authorises one write: the rule that relies on it marks it used.
+and the captured dialogue (read at the write, see :func:`message_confirmation` and
+:mod:`.dialogue`). A confirmation authorises one write: the rule that relies on it marks it
+used; a yes in the dialogue authorises each distinct action its proposal showed, once.
+:func:`why_not` gives a finding's reason fields; :func:`confirmation_showed` tells another rule
+whether the yes covering a write showed a given value.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 
+from ..model.patterns import PolicyPattern, compile_pattern
 from ..model.trajectory import ToolStep, Trajectory, parse_arguments
 from ..policy.policy import Policy, ToolPolicy
 from . import semconv as sc
-from .content import is_affirmative, messages_of, shows_value
+from .content import is_affirmative
+from .dialogue.at_write import reading_at, reasons
+from .dialogue.values import shows
 from .span_values import result_text
 
 MAX_KEPT = 64  # confirmations kept per run or conversation; the oldest go first
@@ -111,14 +116,14 @@ def from_tool_step(step: ToolStep, policy: Policy) -> Confirmation | None:
     return Confirmation(time_ns=step.end_ns, tool=str(tool) if tool else None, args=args, source="tool")
 
 
-_PATTERNS: dict[tuple[str, str], tuple[re.Pattern[str], re.Pattern[str]]] = {}
+_PATTERNS: dict[tuple[str, str], tuple[PolicyPattern, PolicyPattern]] = {}
 
 
-def _patterns(policy: Policy) -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _patterns(policy: Policy) -> tuple[PolicyPattern, PolicyPattern]:
     key = (policy.confirmation.affirm, policy.confirmation.deny)
     pats = _PATTERNS.get(key)
     if pats is None:
-        pats = (re.compile(key[0], re.IGNORECASE), re.compile(key[1], re.IGNORECASE))
+        pats = (compile_pattern(key[0], ignore_case=True), compile_pattern(key[1], ignore_case=True))
         _PATTERNS[key] = pats
     return pats
 
@@ -166,28 +171,44 @@ def covers(conf: Confirmation, step: ToolStep, tp: ToolPolicy, policy: Policy) -
 
 
 def message_confirmation(step: ToolStep, t: Trajectory, tp: ToolPolicy, policy: Policy) -> Confirmation | None:
-    """From captured messages: the last user turn before the write says yes, and the assistant
-    turn just before it showed the values being confirmed. ``None`` if content is absent."""
-    chat = t.extra.get("last_chat")
-    if chat is None or chat[0] > step.start_ns:
-        chat = t.extra.get("prev_chat")
-        if chat is None or chat[0] > step.start_ns:
-            return None
-    msgs = messages_of(chat[1])
-    if not msgs:
+    """From the captured dialogue: a user's yes, in answer to a proposal that asked for agreement
+    and showed the call's key values (see :mod:`.dialogue`). ``None`` if content is absent or no
+    yes covers the call."""
+    found = reading_at(step, t, policy)
+    if found is None or found[0].key is None:
         return None
-    user_at = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"), None)
-    if user_at is None or not is_affirmative(msgs[user_at].text, *_patterns(policy)):
-        return None
-    shown = next((m.text for m in reversed(msgs[:user_at]) if m.role == "assistant" and m.text), None)
-    if shown is None:
-        return None
-    call = step.arguments
-    wanted = tp.confirm_arguments if tp.confirm_arguments is not None else list(call)
-    if not all(shows_value(call.get(a), shown) for a in wanted if a in call):
-        return None
-    key = ("messages", user_at, hash(msgs[user_at].text), hash(shown))
-    return Confirmation(time_ns=chat[0], tool=step.tool, args={}, source="messages", key=key)
+    chat_end = t.extra["dialogue"][0][0]
+    return Confirmation(time_ns=chat_end, tool=step.tool, args={}, source="messages", key=found[0].key)
+
+
+def _store(t: Trajectory) -> dict[str, Any]:
+    conv = t.conversation
+    return conv.extra if conv is not None else t.extra
+
+
+def why_not(step: ToolStep, t: Trajectory, policy: Policy) -> dict[str, Any]:
+    """The reason fields of a write no confirmation covers (read from the dialogue when there is
+    one): ``reason`` and, as they apply, ``not_shown``, ``changed_after_agreement``, ``reply`` and
+    ``proposal`` (span and message indexes). Called only when a finding is made."""
+    if not policy.confirmation.from_messages:
+        return {"reason": "not_asked"}
+    store = _store(t)
+    return reasons(step, t, policy, store.get("used_turns", ()), store.get("agreed_calls", {}))
+
+
+def confirmation_showed(step: ToolStep, t: Trajectory, policy: Policy, value: Any) -> bool:
+    """Whether the user's yes that covers ``step`` (in the dialogue) answered a proposal showing
+    ``value``: normalised as key values are (case, spaces, separators, currency, dates).
+
+    For rules that ask whether the user saw a value before agreeing (e.g. an untrusted one).
+    ``False`` when no yes in the dialogue covers the call. Reads only: nothing is used up.
+    """
+    found = reading_at(step, t, policy)
+    if found is None or found[0].key is None or found[0].reply is None:
+        return False
+    r = found[0]
+    d = t.extra["dialogue"][1]
+    return any(shows(value, d.text(i)) for i in (*r.proposal, r.reply))
 
 
 def used_turns(t: Trajectory) -> set[Any]:
@@ -233,6 +254,10 @@ def use(conf: Confirmation, step: ToolStep, t: Trajectory) -> None:
         if step.ok:
             used_turns(t).add(conf.key)
         held_turns(t).pop(conf.key, None)
+        agreed: dict[Any, Any] = _store(t).setdefault("agreed_calls", {})
+        agreed[conf.key[0]] = conf.key[1]  # the action it covered: tool and key values
+        while len(agreed) > MAX_KEPT:
+            del agreed[next(iter(agreed))]
     else:
         conf.used = step.ok
         conf.held = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ..model.patterns import PolicyPattern
 from . import semconv as sc
 
 
@@ -107,7 +108,7 @@ def messages_of(span: Any) -> list[Message] | None:
     return None
 
 
-def is_affirmative(text: str, affirm: re.Pattern[str], deny: re.Pattern[str]) -> bool:
+def is_affirmative(text: str, affirm: PolicyPattern, deny: PolicyPattern) -> bool:
     return bool(affirm.search(text)) and not deny.search(text)
 
 

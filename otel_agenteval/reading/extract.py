@@ -60,7 +60,10 @@ def classify(span: Any, attrs: dict[str, Any] | None = None) -> Kind | None:
     if attrs is None:
         attrs = attributes_of(span)
     if not attrs:
-        kind = fw.SPAN_NAME_KINDS.get(span.name)  # Haystack's model step carries no attribute by default
+        name = span.name
+        if span.parent is not None and name.startswith(sc.NAME_EXECUTE_TOOL):
+            return TOOL  # a tool span in a run ended bare: the call failed before anything was set (ADK JS)
+        kind = fw.SPAN_NAME_KINDS.get(name)  # Haystack's model step carries no attribute by default
         return kind  # type: ignore[return-value]
     op = attrs.get(sc.OPERATION_NAME)
     if op is not None:
@@ -120,6 +123,8 @@ def agent_name_at_start(span: Any, attrs: dict[str, Any] | None = None) -> str |
     if attrs is None:
         attrs = attributes_of(span)
     guess = name_from_span_name(span.name)
+    if guess is None and attrs.get(sc.LANGFUSE_TYPE) == "agent":
+        return span.name or None  # Langfuse's @observe(as_type="agent"): the function's name
     if guess is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT:
         node = attrs.get(sc.OI_GRAPH_NODE_ID)  # CrewAI (event listener) has it at start
         if node:
@@ -203,7 +208,9 @@ def agent_span(span: Any, attrs: dict[str, Any] | None = None) -> AgentSpan:
     ctx = span._context
     if not name:
         name = name_from_span_name(span._name)
-        if name is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and is_local_root(span):
+        if name is None and attrs.get(sc.LANGFUSE_TYPE) == "agent":
+            name = span._name or None  # Langfuse's @observe(as_type="agent"): the function's name
+        elif name is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_AGENT and is_local_root(span):
             # OpenInference LangChain sets no agent.name; it names the graph's root span after
             # the graph (create_react_agent(name=...)). Nested AGENT spans there are graph nodes.
             name = span._name or None

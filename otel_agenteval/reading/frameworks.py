@@ -29,6 +29,7 @@ OPERATION_KINDS: Final[dict[str, dict[str, str]]] = {
         "ai.generateText": AGENT, "ai.streamText": AGENT,
     },
     sc.TRACELOOP_SPAN_KIND: {"tool": TOOL, "agent": AGENT},  # traceloop-sdk @tool / @agent
+    sc.LANGFUSE_TYPE: {"tool": TOOL, "generation": LLM, "agent": AGENT},  # Langfuse @observe(as_type=...)
 }
 # Spans named for what they are, with no kind attribute (Haystack's tracer).
 SPAN_NAME_KINDS: Final[dict[str, str]] = {
@@ -39,12 +40,18 @@ SPAN_NAME_KINDS: Final[dict[str, str]] = {
 # Where each fact may be, first found wins (GenAI semconv and OpenInference first).
 TOOL_NAME_KEYS: Final = (sc.TOOL_NAME, sc.OI_TOOL_NAME, sc.AI_TOOL_NAME, sc.HAYSTACK_TOOL_NAME,
                          sc.TRACELOOP_ENTITY_NAME)
-ARGUMENT_KEYS: Final = (sc.AI_TOOL_ARGS, sc.TRACELOOP_ENTITY_INPUT, sc.HAYSTACK_TOOL_INPUT)  # after semconv's own
-RESULT_KEYS: Final = (sc.AI_TOOL_RESULT, sc.TRACELOOP_ENTITY_OUTPUT, sc.HAYSTACK_TOOL_OUTPUT)
+ARGUMENT_KEYS: Final = (sc.AI_TOOL_ARGS, sc.TRACELOOP_ENTITY_INPUT, sc.HAYSTACK_TOOL_INPUT,
+                        sc.LANGFUSE_INPUT)  # after semconv's own
+RESULT_KEYS: Final = (sc.AI_TOOL_RESULT, sc.TRACELOOP_ENTITY_OUTPUT, sc.HAYSTACK_TOOL_OUTPUT, sc.LANGFUSE_OUTPUT)
 CALL_ID_KEYS: Final = (sc.TOOL_CALL_ID, sc.AI_TOOL_CALL_ID)
 AGENT_NAME_KEYS: Final = (sc.AGENT_NAME, sc.OI_AGENT_NAME, sc.LEGACY_AGENT_NAME, sc.AI_FUNCTION_ID)
 ERROR_FLAGS: Final = (sc.HAYSTACK_TOOL_ERROR,)  # true: the tool call failed (its span's status is left UNSET)
+# A root span whose name is the agent's when nothing in the run states one: (key, what its value holds).
+# LangGraph.js + OpenInference: the graph's root CHAIN span, named createReactAgent(name=...).
+AGENT_ROOT_MARKERS: Final = (("metadata", '"ls_integration":"langgraph"'),)
 
+# Tool names that are a tool class, not the tool (OpenLLMetry-JS, LangChain.js): the call's own name is read.
+TOOL_CLASS_NAMES: Final = frozenset({"DynamicStructuredTool", "DynamicTool", "StructuredTool"})
 # Tool spans that are a framework's own machinery, not the model's choice of a tool.
 INTERNAL_TOOL_SPANS: Final = frozenset({
     sc.SMOLAGENTS_FINAL_ANSWER_SPAN,  # smolagents' closing final_answer
@@ -55,8 +62,6 @@ TOOL_SPAN_SUFFIXES: Final = (".__call__",)
 # Model-kind spans that are a framework preparing a call, not a call (LlamaIndex).
 NOT_MODEL_CALL_SUFFIXES: Final = ("._prepare_chat_with_tools",)
 
-# Argument envelopes: a framework's record of the call around the model's arguments.
-#   (keys the envelope may have, the key that must be there, the key holding the arguments)
 # Argument envelopes: LangChain's callback (its arguments under "inputs", marked by "input_str"), and
 # a call's {"args", "kwargs"} (smolagents, traceloop-sdk, LlamaIndex, DSPy)
 LANGCHAIN_CALLBACK_KEYS: Final = frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"})
@@ -68,15 +73,21 @@ KNOWN_NON_STEP_NAMES: Final = frozenset({
     "raw_gen_ai_request",  # LiteLLM: the provider request under its model-call span
     "haystack.pipeline.run", "haystack.agent.run", "haystack.agent.step",
     "call_llm",  # Google ADK: its wrapper around the model call's own span
+    "execute_agent_loop_cycle",  # Strands TypeScript: one turn of its loop (no operation name, as in Python)
     sc.AE_GUARD_SPAN,  # the guard's record of a call it stopped with no tool span open: not a step
 })
 # Attributes that mark a framework's own bookkeeping spans (AG2's record_usage repeats its chat span's usage).
 KNOWN_NON_STEP_KEYS: Final = ("ag2.span.type",)
 KNOWN_NON_STEP_OPERATIONS: Final = frozenset({sc.OP_CREATE_AGENT, sc.OP_EMBEDDINGS, "invoke_workflow",
-                                              "execute_event_loop_cycle", "execute_task", "workflow", "task"})
+                                              "execute_event_loop_cycle", "execute_task", "workflow", "task",
+                                              "agent_step", "model_chunk", "model_generation"})  # last 3: Mastra
 KNOWN_OI_KINDS: Final = frozenset({sc.OI_CHAIN, "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR",
                                    "PROMPT"})
 AGENT_WORK_PREFIXES: Final = ("gen_ai.", "llm.", "ai.", "traceloop.", "haystack.", "openinference.")
+# What agent work looks like under any vendor's prefix, in an attribute key's last part: a model
+# call's token counts, model name, prompt and completion; a tool call's name beside its input.
+LLM_KEY_PARTS: Final = ("token", "usage", "model", "prompt", "completion")
+TOOL_INPUT_ENDS: Final = (".input", ".args", ".arguments", "_args", ".parameters")
 
 # The setting that makes a framework record tool arguments: (what tells its spans apart, key or
 # key=value, in a tool span's or its run's root's attributes, or the instrumentation scope name's
@@ -94,6 +105,8 @@ CAPTURE_SETTINGS: Final[tuple[tuple[str, str, str], ...]] = (
     ("scope:semantic_kernel", "Semantic Kernel", "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
     (sc.HAYSTACK_TOOL_NAME, "Haystack", "HAYSTACK_CONTENT_TRACING_ENABLED=true"),
     (sc.AI_OPERATION_ID, "Vercel AI SDK", "experimental_telemetry: { recordInputs: true } (the default)"),
+    (sc.LANGFUSE_TYPE, "Langfuse",
+     "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true (the default; or @observe(capture_input=True))"),
     (sc.TRACELOOP_SPAN_KIND, "OpenLLMetry (traceloop)", "TRACELOOP_TRACE_CONTENT=true (the default)"),
     (sc.OI_SPAN_KIND, "OpenInference", "OPENINFERENCE_HIDE_INPUTS unset (TraceConfig(hide_inputs=False))"),
 )
@@ -112,7 +125,20 @@ def framework_kind(name: str, attrs: dict[str, Any]) -> str | None:
         return kind
     if name == sc.HAYSTACK_COMPONENT_SPAN and attrs.get(sc.HAYSTACK_COMPONENT_TYPE) == sc.HAYSTACK_AGENT_COMPONENT:
         return AGENT
+    if (sc.USAGE_INPUT_TOKENS in attrs or sc.USAGE_OUTPUT_TOKENS in attrs) and sc.REQUEST_MODEL in attrs:
+        # a model call by its shape (Google ADK's call_llm: in JS the call itself; in Python a
+        # wrapper around its generate_content span, told apart by the engine as the wrapper ends)
+        return None if any(key in attrs for key in KNOWN_NON_STEP_KEYS) else LLM
     return None
+
+
+def names_agent_by_root(attrs: dict[str, Any]) -> bool:
+    """Whether a run's root span is named after its agent (see :data:`AGENT_ROOT_MARKERS`)."""
+    for key, marker in AGENT_ROOT_MARKERS:
+        value = attrs.get(key)
+        if type(value) is str and marker in value:
+            return True
+    return False
 
 
 def agent_name_of(attrs: dict[str, Any]) -> str | None:
@@ -148,9 +174,15 @@ def first_of(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def usage_in_output(attrs: dict[str, Any]) -> tuple[Any, int, int] | None:
-    """(model, input, output tokens) from a model step's recorded replies, for frameworks that put
-    them nowhere else (Haystack: ``haystack.agent.step.llm.output`` = ``{"replies": [{"meta":
-    {"model", "usage": {...}}}]}``); None when the span has none."""
+    """(model, input, output tokens) from a model step's usage record or recorded replies, for
+    frameworks that put them nowhere else (Langfuse: ``langfuse.observation.usage_details``;
+    Haystack: ``haystack.agent.step.llm.output`` = ``{"replies": [{"meta": {"model", "usage":
+    {...}}}]}``); None when the span has none."""
+    lf = json_object(attrs.get(sc.LANGFUSE_USAGE), "{")
+    if lf is not None:  # Langfuse: {"prompt_tokens", "completion_tokens"} or {"input", "output"}
+        model = attrs.get(sc.LANGFUSE_MODEL)
+        return (model, _count(lf.get("prompt_tokens", lf.get("input", lf.get("input_tokens")))),
+                _count(lf.get("completion_tokens", lf.get("output", lf.get("output_tokens")))))
     value = json_object(attrs.get(sc.HAYSTACK_LLM_OUTPUT), "{")
     replies = value.get("replies") if value is not None else None
     if type(replies) is not list:
@@ -185,6 +217,10 @@ def unwrap_arguments(raw: Any) -> Any:
     if keys <= LANGCHAIN_CALLBACK_KEYS and "input_str" in value:
         inputs = value.get("inputs")
         return inputs if type(inputs) is dict else raw
+    if keys == {"args"}:  # OpenLLMetry-JS: {"args": ["<the arguments as JSON>"]}
+        args = value["args"]
+        inner = json_object(args[0], "{") if type(args) is list and len(args) == 1 else None
+        return inner if inner is not None else raw
     if keys <= CALL_KEYS and "kwargs" in value:
         args, kwargs = value.get("args") or [], value.get("kwargs")
         if type(kwargs) is not dict or type(args) is not list:
@@ -229,7 +265,23 @@ def agent_work_keys(keys: frozenset[str]) -> bool:
     span the table knows (a traceloop workflow, an AI SDK call, an AG2 span)."""
     if any(key in keys for key in OPERATION_KINDS) or any(key in keys for key in KNOWN_NON_STEP_KEYS):
         return False
-    return any(key.startswith(AGENT_WORK_PREFIXES) for key in keys)
+    return any(key.startswith(AGENT_WORK_PREFIXES) for key in keys) or looks_llm_or_tool(keys)
+
+
+def looks_llm_or_tool(keys: frozenset[str]) -> bool:
+    """Agent work by its shape under a prefix nobody has told the table about (``acme.llm.model``,
+    ``acme.usage.prompt_tokens``; ``acme.tool.name`` beside ``acme.tool.input``)."""
+    named = False
+    has_input = False
+    for key in keys:
+        if "." not in key:
+            continue
+        last = key.rsplit(".", 1)[1].lower()
+        if any(part in last for part in LLM_KEY_PARTS):
+            return True
+        named = named or last == "name" and "tool" in key
+        has_input = has_input or key.endswith(TOOL_INPUT_ENDS)
+    return named and has_input
 
 
 def capture_setting(attributes: dict[str, Any] | None, root_attributes: dict[str, Any] | None = None,

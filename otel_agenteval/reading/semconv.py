@@ -104,6 +104,13 @@ TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
 TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
 TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+# Langfuse's OTel SDK (v3+): every fact under langfuse.observation.*
+LANGFUSE_TYPE: Final = "langfuse.observation.type"  # generation | tool | agent | span | ...
+LANGFUSE_INPUT: Final = "langfuse.observation.input"
+LANGFUSE_OUTPUT: Final = "langfuse.observation.output"
+LANGFUSE_MODEL: Final = "langfuse.observation.model.name"
+LANGFUSE_USAGE: Final = "langfuse.observation.usage_details"  # JSON: prompt/completion or input/output
+LANGFUSE_LEVEL: Final = "langfuse.observation.level"  # ERROR on a failed observation
 # Haystack's OpenTelemetry tracer: no GenAI attributes; the span names say what a span is.
 HAYSTACK_TOOL_NAME: Final = "haystack.tool.name"
 HAYSTACK_TOOL_ERROR: Final = "haystack.tool.error"

@@ -11,7 +11,7 @@ from ..model.trajectory import ToolStep
 from . import frameworks as fw
 from . import semconv as sc
 from .labels import safe_label
-from .span_values import adk_error, conversation, error_type_of, find_event_attr
+from .span_values import adk_error, conversation, error_type_of, find_event_attr, json_object
 from .spans import UNSET_STATUS, attributes_of, view
 
 # Final: read from C statics when compiled, not the module's globals
@@ -31,12 +31,24 @@ def tool_name(span: Any, attrs: dict[str, Any] | None = None) -> str:
     for key in fw.TOOL_NAME_KEYS:
         name = attrs.get(key)
         if name:
+            if name in fw.TOOL_CLASS_NAMES:
+                return tool_name_of_call(attrs) or str(name)
             return str(name)
     if span.name.startswith(sc.NAME_EXECUTE_TOOL):
         return span.name[len(sc.NAME_EXECUTE_TOOL) :].strip() or "unknown"
-    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL:
-        return fw.tool_name_from_span_name(span.name) or "unknown"  # DSPy: <tool>.__call__
+    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL or fw.framework_kind(span.name, attrs) == fw.TOOL:
+        # DSPy: <tool>.__call__; Langfuse: the @observe'd function's name
+        return fw.tool_name_from_span_name(span.name) or "unknown"
     return "unknown"
+
+
+def tool_name_of_call(attrs: dict[str, Any]) -> str | None:
+    """The tool a call's recorded result names (a LangChain ToolMessage's ``name``), for a span that
+    names only the tool's class (:data:`~.frameworks.TOOL_CLASS_NAMES`); None when the result names none."""
+    value = json_object(fw.first_of(attrs, fw.RESULT_KEYS), "{")
+    kwargs = value.get("kwargs") if value is not None else None
+    name = kwargs.get("name") if type(kwargs) is dict else None
+    return name if type(name) is str and name else None
 
 
 class SpanToolStep(ToolStep):
@@ -158,6 +170,8 @@ def is_ok(span: Any, attrs: dict[str, Any]) -> bool:
         flag = attrs.get(key)
         if flag is not None and flag in _TRUE:  # absent, the usual case: no comparisons
             return False
+    if not attrs:
+        return False  # a tool span ended bare, before anything was recorded on it (Google ADK JS: the tool threw)
     response = attrs.get(sc.ADK_TOOL_RESPONSE)  # Google ADK 1.x: the error is only in the response
     return response is None or adk_error(response) is None
 

@@ -2,7 +2,8 @@
 instrumentation scope and said once per scope with what to do.
 
 A span carrying what agent instrumentation writes (``gen_ai.*``, ``llm.*``, ``ai.*``,
-``traceloop.*``, ``haystack.*``, an OpenInference kind) that the extractor turns into no tool
+``traceloop.*``, ``haystack.*``, an OpenInference kind, or under any vendor's prefix a model
+call's token counts, model name, prompt or completion, a tool's name beside its input) that the extractor turns into no tool
 call, model call or agent run, and that the framework table (:mod:`.frameworks`) does not know
 as structure, counts in ``agenteval_unread_spans_total{scope}``. The scope is the span's
 instrumentation scope name (``unknown`` for recorded spans that carry none), made safe and
@@ -48,5 +49,11 @@ def count_unread(counts: dict[str, int], span: Any, attrs: dict[str, Any]) -> No
                         "read as no tool call, model call or agent run, so no check sees them; if they are one, "
                         "set gen_ai.operation.name (execute_tool, chat, invoke_agent) on them, or add the "
                         "framework's facts to otel_agenteval/reading/frameworks.py",
-                        scope=scope, span_name=safe_label(name, 120), attribute_keys=keys)
+                        scope=scope, span_name=safe_label(name, 120), attribute_keys=keys,
+                        attribute_prefixes=key_prefixes(attrs))
     counts[scope] = n + 1
+
+
+def key_prefixes(attrs: dict[str, Any], limit: int = 5) -> list[str]:
+    """The attribute keys' prefixes (up to the first dot), for saying what an unread span carries."""
+    return sorted({key.split(".", 1)[0] for key in attrs if "." in key})[:limit]

@@ -41,6 +41,8 @@ INFLATER: Any = _inflater()
 WHOLE: Any = _whole_gunzipper()
 GZIP_MAGIC = b"\x1f\x8b"  # never the start of an OTLP protobuf message (wire type 7 does not exist)
 MEMBER_START = GZIP_MAGIC + b"\x08"  # and deflate: how every gzip member begins
+MAX_MEMBERS = 1024  # gzip members in one body (a client sends one; Go's reader takes any number): 400 past it
+FIRST_SLICE, MAX_SLICE = 256, 1 << 20  # the body fed to the inflater in slices growing from, to
 
 
 def inflaters() -> str:
@@ -112,23 +114,37 @@ def _zlib_header(body: bytes) -> bool:
 
 
 def _inflate(body: bytes, limit: int, wbits: int, name: str) -> bytes:
+    """Member after member, each fed in growing slices of one view of the body: what zlib copies
+    as a member's ``unused_data`` is at most twice that member, so the work is linear in the body
+    (feeding it the rest of the body per member was quadratic: 200k empty members, 43 s)."""
     parts: list[bytes] = []
     left = limit + 1
+    view = memoryview(body)
+    pos, end, members = 0, len(body), 0
     while True:
+        members += 1
+        if members > MAX_MEMBERS:
+            raise BadRequest(f"{name}: more than {MAX_MEMBERS} gzip members in one body")
         d = INFLATER.decompressobj(wbits)
-        try:
-            out: bytes = d.decompress(body, left)
-        except INFLATER.error as exc:
-            raise BadRequest(f"{name}: body is not valid {name} ({exc})") from None
-        parts.append(out)
-        left -= len(out)
-        if left <= 0:
-            raise TooLarge(f"{'gunzipped' if name == 'gzip' else 'inflated'} body is larger than {limit} bytes "
-                           "(--max-body-bytes)")
-        if not d.eof:
-            raise BadRequest(f"{name}: body is truncated ({name} stream does not end)")
-        body = d.unused_data
-        if not body:
-            return b"".join(parts)  # one part: that bytes object itself, not a copy
-        if name != "gzip" or not body.startswith(GZIP_MAGIC):
-            raise BadRequest(f"{name}: {len(body)} bytes after the end of the {name} stream")
+        step = FIRST_SLICE
+        while not d.eof:
+            if pos >= end:
+                raise BadRequest(f"{name}: body is truncated ({name} stream does not end)")
+            piece = view[pos:pos + step]
+            pos += len(piece)
+            step = min(step * 2, MAX_SLICE)
+            try:
+                out: bytes = d.decompress(piece, left)
+            except INFLATER.error as exc:
+                raise BadRequest(f"{name}: body is not valid {name} ({exc})") from None
+            if out:
+                parts.append(out)
+                left -= len(out)
+            if left <= 0:  # the output bound stopped it: the rest is past the limit
+                raise TooLarge(f"{'gunzipped' if name == 'gzip' else 'inflated'} body is larger than {limit} "
+                               "bytes (--max-body-bytes)")
+        pos -= len(d.unused_data)
+        if pos >= end:
+            return b"".join(parts) if len(parts) != 1 else parts[0]  # one part: that object, not a copy
+        if name != "gzip" or view[pos:pos + 2] != GZIP_MAGIC:
+            raise BadRequest(f"{name}: {end - pos} bytes after the end of the {name} stream")

@@ -45,6 +45,7 @@ class ServeConfig:
     max_connections: int = 0  # open connections per listener; 0: a share of the descriptor limit
     http_idle_s: float = 30.0  # a connection with no request in progress is closed after this long
     http_read_s: float = 10.0  # a request's headers must arrive within this long
+    engine_stuck_s: float = 10.0  # /readyz fails while the engine has been on one batch this long (a slow rule)
     memory_limit_mib: int = 0  # bodies + queued + held spans, in MiB; 0: half the cgroup limit, else 1/4 of RAM
 
     def validate(self) -> ServeConfig:
@@ -87,12 +88,16 @@ class ServeConfig:
         if self.memory_limit_bytes < 4 * self.max_body_bytes:
             raise bad("--memory-limit-mib", f"{self.memory_limit_bytes >> 20} MiB is less than 4 x --max-body-bytes "
                       f"({self.max_body_bytes}): a body is reserved at twice its size, and the largest must fit")
+        if not 0 < self.engine_stuck_s < float("inf"):
+            raise bad("engine_stuck_s", f"{self.engine_stuck_s} (seconds, > 0)")
         if self.grpc_workers < 1:
             raise bad("--grpc-workers", f"{self.grpc_workers} (>= 1)")
         if self.loop not in LOOPS:
             raise bad("--loop", f"{self.loop!r} (one of {', '.join(LOOPS)})")
         if not 0 <= self.wal_sync_s <= 1:
             raise bad("--wal-sync", f"{self.wal_sync_s} (seconds, 0..1; 0 syncs each group at once)")
+        if self.wal_dir is not None and not self.wal_dir.strip():
+            raise bad("--wal-dir", "empty: give the log's directory (or leave the flag out for no log)")
         if self.wal_dir is not None and self.wal_max_bytes < 2 * self.max_body_bytes:
             raise bad("--wal-max-bytes", f"{self.wal_max_bytes} (>= twice --max-body-bytes, {2 * self.max_body_bytes})")
         if self.wal_dir is not None and Path(self.wal_dir).exists() and not Path(self.wal_dir).is_dir():

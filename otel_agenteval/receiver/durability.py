@@ -38,6 +38,7 @@ from ..metrics.catalogue import (
     WAL_CUT,
     WAL_RECOVERED,
     WAL_REFUSED,
+    WAL_REFUSING,
     WAL_SEGMENTS,
     WAL_SYNCS,
     WAL_UNREADABLE,
@@ -77,12 +78,14 @@ class WalMetrics:
         self.bytes = Gauge(WAL_BYTES.name, WAL_BYTES.doc, registry=registry)
         self.capacity = Gauge(WAL_CAPACITY.name, WAL_CAPACITY.doc, registry=registry)
         self.segments = Gauge(WAL_SEGMENTS.name, WAL_SEGMENTS.doc, registry=registry)
+        self.refusing = Gauge(WAL_REFUSING.name, WAL_REFUSING.doc, registry=registry)
         for reason in (FULL, DISK):
             self.refused.labels(reason)
         self.syncs.set_function(lambda: wal.stats["syncs"])
         self.bytes.set_function(lambda: wal.bytes)
         self.capacity.set(wal.max_bytes)
         self.segments.set_function(lambda: len(wal.segments))
+        self.refusing.set_function(lambda: 1.0 if wal.refusing_since else 0.0)
 
 
 class Durability:
@@ -179,7 +182,8 @@ class Durability:
     def tick(self) -> None:
         """The feeder thread's look at the clock: a checkpoint when one is due."""
         now = time.monotonic()
-        pressed = self.log.bytes > PRESSURE * self.log.max_bytes and now - self._last_checkpoint > PRESSURE_EVERY_S
+        pressed = ((self.log.bytes > PRESSURE * self.log.max_bytes or self.log.refusing_since)
+                   and now - self._last_checkpoint > PRESSURE_EVERY_S)  # a full disk: segments dropped soon
         if pressed or now - self._last_checkpoint > CHECKPOINT_S:
             try:
                 self.checkpoint()
@@ -188,11 +192,12 @@ class Durability:
                 self.pipeline.counters.errors.labels("wal").inc()
 
     def checkpoint(self) -> None:
-        """Mark the traces played since the last one (synced), then drop finished segments."""
+        """Mark the traces played since the last one (synced), then drop finished segments. While
+        the disk refuses writes the segment being written is closed first, so it can go too."""
         self._last_checkpoint = time.monotonic()
-        if self._played:
-            if not self._mark(self._played):
-                return  # not synced: kept for the next checkpoint, nothing dropped
+        if self.log.refusing_since:
+            self.log.rotate()
+        if self._played and self._mark(self._played):  # not synced: kept for the next checkpoint
             self._played.clear()
         closed = self.log.closed_segments()
         feeder = self.pipeline.feeder

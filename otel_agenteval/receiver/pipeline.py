@@ -10,9 +10,9 @@ next: handing every batch to a consumer thread kept two busy threads trading the
 spans it brought, so a burst of due traces never holds a request (or the event loop) for long;
 the feeder thread plays the rest, and every trace that falls due while no request comes. With
 ``custom_rules`` in the policy (user code, which may be slow or block) listeners only queue and
-the feeder thread feeds everything, so a stalled rule never holds a listener. The
-queue is bounded in spans: a full queue refuses the batch (the listener answers 429 /
-``RESOURCE_EXHAUSTED`` and the client retries), counted.
+the feeder thread feeds everything, so a stalled rule never holds a listener (``/readyz`` says
+when one batch has held the engine too long). The queue is bounded in spans: a full queue refuses
+the batch (429 / ``RESOURCE_EXHAUSTED``, the client retries), counted.
 """
 
 from __future__ import annotations
@@ -60,9 +60,7 @@ class RequestLog(Protocol):
 
     def log_request(self, spans: list[RecordedSpan], source: int, encoding: bytes,
                     body: bytes) -> Future[str] | None: ...
-
     def tick(self) -> None: ...
-
     def close(self, finished: bool) -> None: ...
 
 
@@ -177,6 +175,7 @@ class Pipeline:
         self.finished = threading.Event()
         self.wal: RequestLog | None = None  # serve --wal-dir: requests logged before acknowledged
         self.lost: dict[str, int] = {}  # what a drain that timed out left unchecked
+        self.feeding_since = 0.0  # monotonic time the engine took its current batch (0: idle), for /readyz
 
     def _stats(self) -> dict[str, Any]:
         out = dict(self.engine.stats)
@@ -202,9 +201,7 @@ class Pipeline:
     def log(self, spans: list[RecordedSpan], source: int, encoding: bytes, body: bytes) -> Future[str] | None:
         """With ``--wal-dir``: log a request as received before :meth:`submit`; the future is
         ``OK`` once it is synced, else the refusal. None without a log (or spans)."""
-        if self.wal is None or not spans:
-            return None
-        return self.wal.log_request(spans, source, encoding, body)
+        return None if self.wal is None or not spans else self.wal.log_request(spans, source, encoding, body)
 
     @contextmanager
     def still(self) -> Iterator[None]:
@@ -220,9 +217,9 @@ class Pipeline:
                      "spans": self.queue.spans + self.feeder.held_spans}
         self.counters.drain_lost.labels("runs").inc(self.lost["runs"])
         self.counters.drain_lost.labels("spans").inc(self.lost["spans"])
-        log.error("agenteval serve: the drain did not finish within %ss (--drain-timeout): %d runs not checked "
-                  "(%d traces queued, %d held, %d runs open in the engine), %d spans", timeout, self.lost["runs"],
-                  len(queued), held_traces, open_runs, self.lost["spans"])
+        log.error("agenteval serve: the drain did not finish within %ss (--drain-timeout): %d runs not checked (%d "
+                  "traces queued, %d held, %d runs open in the engine), %d spans", timeout, self.lost["runs"], len(queued),
+                  held_traces, open_runs, self.lost["spans"])
         if self.wal is not None:
             log.error("agenteval serve: those runs are kept in the write-ahead log: the next start with the same "
                       "--wal-dir plays them")
@@ -246,6 +243,7 @@ class Pipeline:
         the queue, and a full queue is refused (the client retries) rather than held."""
         queue, feeder = self.queue, self.feeder
         while turn:
+            self.feeding_since = time.monotonic()
             try:
                 batch = queue.take()
                 if batch is not None:
@@ -258,6 +256,7 @@ class Pipeline:
                 log.exception("agenteval serve: error while feeding the engine")
                 self.counters.errors.labels("feed").inc()
             finally:
+                self.feeding_since = 0.0
                 self._turn.release()
             # a batch queued while the turn was held (its listener found the turn taken), or left
             turn = queue.spans > 0 and budget > 0 and self._turn.acquire(blocking=False)

@@ -129,6 +129,14 @@ class Receiver:
         q = self.pipeline.queue
         if q.spans > self.config.high_water * q.capacity:
             out.append(f"ingest queue above its high-water mark ({q.spans} of {q.capacity} spans)")
+        since = self.pipeline.feeding_since
+        busy = time.monotonic() - since if since else 0.0
+        if busy > self.config.engine_stuck_s:
+            out.append(f"engine stuck: {busy:.0f}s on one batch (a slow rule or policy regex?)")
+        wal = self.durability.log if self.durability is not None else None
+        if wal is not None and wal.refusing_since:
+            out.append(f"write-ahead log refusing writes for {time.monotonic() - wal.refusing_since:.0f}s: "
+                       f"its disk said {wal.refusal!r}")
         m = self.pipeline.memory
         if m.used > self.config.high_water * m.limit:
             out.append(f"memory budget above its high-water mark ({m.used >> 20} of {m.limit >> 20} MiB)")

@@ -9,9 +9,10 @@ resolves (``OK``) once an ``fsync`` covering the record has returned, at most on
 ``sync_s``. The log is bounded in bytes (``max_bytes``) and refuses an append past it (``FULL``),
 as it does when the disk refuses a write (``DISK``: the partial record is cut off again).
 
-Reading (:meth:`Log.read`, at start-up) stops at the first torn or corrupt record (short header,
-length past the end, CRC mismatch): that segment is cut there and later segments are removed;
-the bytes cut are counted, never fatal. Which segments may go is the caller's business
+Reading (:meth:`Log.read`, at start-up) stops at the first torn, corrupt or zero-filled record
+(short header, length past the end, CRC mismatch, type 0): that segment is cut there and later
+segments are removed; the bytes cut are counted, never fatal. A disk that refuses a write is
+said once (a log line, :attr:`Log.refusing_since`) until a write is taken again. Which segments may go is the caller's business
 (:mod:`.durability`): :meth:`Log.drop_oldest` removes finished ones, oldest first.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import struct
 import threading
@@ -34,6 +36,7 @@ from .config import ConfigError
 HEADER = struct.Struct("<BII")  # type, payload length, CRC-32 of the payload
 OK, FULL, DISK = "ok", "full", "disk"
 SEGMENT_NAME = "{:08d}"
+log = logging.getLogger("otel_agenteval.serve")
 LOCK_NAME = "LOCK"
 
 
@@ -47,7 +50,7 @@ class Segment:
 
 @dataclass
 class Record:
-    type: int
+    type: int  # 1 and up (the caller's); 0 is never written
     payload: bytes
     segment: Segment
 
@@ -87,6 +90,7 @@ class Log:
         self.segments: list[Segment] = []  # oldest first; the last one is appended to
         self.bytes = 0
         self.cuts: list[Cut] = []
+        self.refusing_since, self.refusal = 0.0, ""  # since when the disk refuses writes (0: it takes them), why
         self.stats = {"syncs": 0, "sync_errors": 0, "dropped_segments": 0, "refused_full": 0, "refused_disk": 0}
         self._fd = -1
         self._lock = threading.Lock()  # appends, rotation, the group
@@ -119,6 +123,9 @@ class Log:
                     why = "torn header"
                     break
                 kind, length, crc = HEADER.unpack_from(data, offset)
+                if kind == 0:  # types start at 1: zeros a file system left after a crash, not records
+                    why = "zero-filled"
+                    break
                 start = offset + HEADER.size
                 if start + length > len(data):
                     why = "torn record"
@@ -156,8 +163,14 @@ class Log:
     def _new_segment(self) -> None:
         index = self.segments[-1].index + 1 if self.segments else 1
         seg = Segment(index, self.dir / SEGMENT_NAME.format(index))
-        self._fd = os.open(seg.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
-        _fsync_dir(self.dir)
+        fd = os.open(seg.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
+        try:
+            _fsync_dir(self.dir)
+        except OSError:
+            os.close(fd)
+            seg.path.unlink(missing_ok=True)
+            raise
+        self._fd = fd
         self.segments.append(seg)
 
     def append(self, kind: int, payload: bytes, tids: set[int] | frozenset[int] = frozenset(),
@@ -176,21 +189,49 @@ class Log:
                 written = os.write(self._fd, record)
                 if written != len(record):
                     raise OSError(28, "short write")
-            except OSError:
+            except OSError as exc:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, seg.size)  # no partial record left behind
                 self.stats["refused_disk"] += 1
+                self._refused(exc)
                 return done(DISK)
+            if self.refusing_since:
+                self._accepting()
             seg.size += len(record)
             self.bytes += len(record)
             seg.tids.update(tids)
             future: Future[str] = Future()
             self._group.append(future)
             if seg.size >= self.segment_bytes:
-                self._retired.append(self._fd)
-                self._new_segment()
+                self._rotate()
         self._wake.set()
         return future
+
+    def rotate(self) -> None:
+        """Start a new segment now, so the one appended to can be dropped once its traces are
+        played (a full disk frees nothing otherwise: the segment being written is never dropped)."""
+        with self._lock:
+            if not self._closing and self.segments[-1].size:
+                self._rotate()
+        self._wake.set()
+
+    def _rotate(self) -> None:
+        with contextlib.suppress(OSError):  # no room for a new file: this one goes on (tried again later)
+            old = self._fd
+            self._new_segment()
+            self._retired.append(old)
+
+    def _refused(self, exc: OSError) -> None:
+        if self.refusing_since:  # said once
+            return
+        self.refusing_since, self.refusal = time.monotonic(), exc.strerror or str(exc)
+        log.error("agenteval serve: the write-ahead log's disk refused a write (%s): requests are refused (429) "
+                  "until played segments are dropped or space is freed; /readyz is not ready meanwhile", self.refusal)
+
+    def _accepting(self) -> None:
+        log.warning("agenteval serve: the write-ahead log takes writes again, %.1fs after its disk refused one (%s)",
+                    time.monotonic() - self.refusing_since, self.refusal)
+        self.refusing_since, self.refusal = 0.0, ""
 
     def _sync_loop(self) -> None:
         last = 0.0

@@ -118,6 +118,9 @@ def _detect(f: IO[bytes], p: Path) -> str | None:
     head = f.peek(4096)  # type: ignore[attr-defined]
     if not head:
         return None
+    if not head.strip(b"\0"):  # read on, a zero-filled file would be millions of empty records
+        raise InputError(f"{p}: not trace data: its first {len(head)} bytes are all zero (a file a crash or a "
+                         "failed copy left zero-filled?)")
     suffixes = [s.lower() for s in p.suffixes]
     if any(s in _PB_SUFFIXES for s in suffixes):
         return "protobuf"

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from ..reading.extract import register_span_type
 from ..reading.spanfields import PublicSpanFields, SpanIds
 
-__all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedSpan", "RecordedStatus"]
+__all__ = ["RecordedContext", "RecordedEvent", "RecordedResource", "RecordedScope", "RecordedSpan", "RecordedStatus"]
 
 
 class RecordedContext(SpanIds):
@@ -86,6 +86,16 @@ class RecordedResource:
 EMPTY_RESOURCE = RecordedResource({})
 
 
+class RecordedScope:
+    """Like ``InstrumentationScope``: ``name`` and ``version``; one instance per ``scopeSpans``."""
+
+    __slots__ = ("name", "version")
+
+    def __init__(self, name: str, version: str = "") -> None:
+        self.name = name
+        self.version = version
+
+
 class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False, gc=False):  # type: ignore[call-arg,unused-ignore]
     """One finished span read from a file, duck-compatible with ``ReadableSpan`` for the engine.
 
@@ -108,6 +118,11 @@ class RecordedSpan(msgspec.Struct, PublicSpanFields, eq=False, gc=False):  # typ
     _attributes: Mapping[str, Any]
     _events: tuple[RecordedEvent, ...]
     _resource: RecordedResource
+    _instrumentation_scope: RecordedScope | None = None  # tells an unread span's instrumentation apart
+
+    @property
+    def instrumentation_scope(self) -> RecordedScope | None:
+        return self._instrumentation_scope
 
     def get_span_context(self) -> RecordedContext:
         return self._context

@@ -14,6 +14,7 @@ from .check import ALL_EVENTS, Check, Event, Finish, Preview, Rule, applies_to
 from .confirmation import unauthorized_action, write_without_confirmation
 from .grounding import ungrounded_argument
 from .scope import conditional_forbidden, ordering_violation, scope_violation
+from .taint import tainted_argument
 from .writes import duplicate_write
 
 
@@ -28,6 +29,7 @@ def builtin_rules() -> dict[str, Rule]:
         "ordering_violation": ordering_violation,
         "conditional_forbidden": conditional_forbidden,
         "ungrounded_argument": ungrounded_argument,
+        "tainted_argument": tainted_argument,
     }
 
 

@@ -14,7 +14,7 @@ The guard (:mod:`otel_agenteval.guard`) asks the same rules about a call *about 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -139,12 +139,13 @@ ALL_EVENTS = (ToolStep, LLMCall, Finish)
 
 
 def applies_to(events: tuple[type, ...] = ALL_EVENTS,
-               tools: Callable[[Policy], frozenset[str] | None] | None = None,
+               tools: Callable[[Policy], Container[str] | None] | None = None,
                over_budget: bool = False, repeated_call: bool = False, guard: bool = False) -> Callable[[Rule], Rule]:
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
-    ``tools(policy)`` returns the tool names, or ``None`` for every tool; an empty set means the
+    ``tools(policy)`` returns the tool names (a set, or a container that decides per name, asked
+    once per tool name), or ``None`` for every tool; an empty set means the
     policy gives the rule nothing to check, and it is not called at all. A rule without this
     declaration is called for every event.
 

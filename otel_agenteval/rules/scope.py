@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
+from ..model.patterns import PolicyPattern, compile_pattern
 from ..model.trajectory import ToolStep
 from ..model.violation import Violation
 from ..reading.confirmations import _compare
 from ..reading.span_values import result_text
 from .check import Check, Event, applies_to
 
-_REGEX: dict[str, re.Pattern[str]] = {}
+_REGEX: dict[str, PolicyPattern] = {}
 
 
 @applies_to((ToolStep,), lambda p: None if any(a.allowed_tools is not None for a in p.agents.values()) else frozenset(),
@@ -59,7 +58,7 @@ def conditional_forbidden(event: Event, check: Check) -> list[Violation] | None:
         if cond.after is not None and cond.result_matches is not None:
             rx = _REGEX.get(cond.result_matches)
             if rx is None:
-                rx = _REGEX[cond.result_matches] = re.compile(cond.result_matches)
+                rx = _REGEX[cond.result_matches] = compile_pattern(cond.result_matches)
             for earlier in _succeeded_before(check, cond.after, event.start_ns):
                 text = result_text(earlier.raw_result)
                 if text is not None and rx.search(text):

@@ -37,13 +37,21 @@ USER_MESSAGE = "My order 88120 arrived damaged, please file a claim."
 FINAL_TEXT = "I filed claim CLM-5531 for order 88120 (damaged)."
 POLICY = Policy.from_dict({"tools": {"create_claim": {"write": True}}, "outcome": {"success_when": ["create_claim"]}})
 
-TURNS: list[tuple[str, dict[str, str]]] = [
+TURNS: list[tuple[str, dict[str, Any]]] = [
     ("lookup_order", {"order_id": "88120"}),
     ("get_policy", {"topic": "damaged_delivery"}),
     ("create_claim", {"order_id": "88120", "reason": "damaged"}),
     ("create_claim", {"order_id": "88120", "reason": "damaged"}),
 ]
 TOOL_OK = [True, False, True, True]
+# round 3 (issue 39, ../shared/reference/capture-scripts/round-3): the failing tool comes last
+ROUND3_TURNS: list[tuple[str, dict[str, Any]]] = [
+    ("lookup_order", {"order_id": "88120"}),
+    ("create_claim", {"order_id": "88120", "reason": "damaged"}),
+    ("create_claim", {"order_id": "88120", "reason": "damaged"}),
+    ("issue_refund", {"order_id": "88120", "amount": 25}),
+]
+ROUND3_TOOL_OK = [True, True, True, False]
 N_LLM = len(TURNS) + 1
 
 
@@ -79,11 +87,13 @@ def policy_for(tool_prefix: str = "") -> Policy:
 
 
 def expected(*, arguments: bool = True, llm_calls: int = N_LLM, tokens: tuple[int, int] = (600, 35),
-             agent: str = AGENT, tool_prefix: str = "") -> dict[str, Any]:
+             agent: str = AGENT, tool_prefix: str = "", round3: bool = False) -> dict[str, Any]:
     """The figures of one run. ``arguments=False``: the framework records none (content capture
-    off), so no duplicate can be seen and both create_claim calls count as unchecked."""
+    off), so no duplicate can be seen and both create_claim calls count as unchecked.
+    ``round3``: the round-3 scenario (:data:`ROUND3_TURNS`)."""
+    turns, tool_ok = (ROUND3_TURNS, ROUND3_TOOL_OK) if round3 else (TURNS, TOOL_OK)
     calls: dict[str, float] = {}
-    for (name, _), ok in zip(TURNS, TOOL_OK):
+    for (name, _), ok in zip(turns, tool_ok):
         key = f"{agent}/{tool_prefix}{name}/{'ok' if ok else 'error'}"
         calls[key] = calls.get(key, 0.0) + 1.0
     unchecked = {} if arguments else {f"{agent}/{tool_prefix}create_claim/no_arguments": 2.0}
@@ -94,8 +104,8 @@ def expected(*, arguments: bool = True, llm_calls: int = N_LLM, tokens: tuple[in
         "tool_calls": dict(sorted(calls.items())),
         "tokens": [tokens],
         "llm_calls": [llm_calls],
-        "steps": [[(tool_prefix + name, ok) for (name, _), ok in zip(TURNS, TOOL_OK)]],
-        "arguments": [[args if arguments else {} for _, args in TURNS]],
+        "steps": [[(tool_prefix + name, ok) for (name, _), ok in zip(turns, tool_ok)]],
+        "arguments": [[args if arguments else {} for _, args in turns]],
         "duplicate_write": 1.0 if arguments else 0.0,
         "unchecked": unchecked,
         "other_violations": [],

@@ -42,7 +42,7 @@ def served_figures(s: dict[Any, float], service: str) -> dict[str, Any]:
 def test_every_capture_through_serve_agrees_with_the_live_processor(tmp_path: Path) -> None:
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(POLICY)
-    names = sorted([*CASES, *GATEWAYS])
+    names = sorted([*CASES, *GATEWAYS])  # round 3 too (CASES holds them)
     with serve_process("--policy", str(policy_file), "--grace", "0.3", "--no-log-violations") as (_, info):
         port = info["http_port"]
         traces = 0

@@ -71,7 +71,21 @@ CASES: dict[str, dict[str, Any]] = {
     "ag2-1.2.1_default.json": {},
     "vercel-ai-6.0.326_default.otlp.json": {},  # OTLP/JSON as the AI SDK's serializer writes it
     "vercel-ai-6.0.326_no-io.otlp.json": {"arguments": False},  # recordInputs: false
+    # --- round 3 (issue 39): the round-3 scenario, versions in ../capture/ROUND3.md
+    # call_llm is the model call; the failed tool a bare span (no arguments on it)
+    "google-adk-js-2.0.0_default.otlp.json": {"round3": True, "bare_failed_call": True},
+    # OpenInference LangChain.js records a one-argument tool's input as the bare value
+    "langgraphjs-1.7.3_openinference-4.1.1.otlp.json": {"round3": True, "bare_single_argument": True},
+    "openai-agents-js-0.20.0_openinference-0.2.15.otlp.json": {"round3": True},
+    "strands-ts-1.16.0_default.otlp.json": {"round3": True},
+    "mastra-1.71.0_otel-exporter-1.4.0.otlp.json": {"round3": True},
+    "langfuse-5.2.0_default.json": {"round3": True},
+    "langfuse-5.2.0_no-io.json": {"round3": True, "arguments": False},
 }
+# OpenLLMetry-JS 0.27 with LangGraph.js: every span a trace of its own (no context across LangChain's
+# callbacks), tools named after their class: read as 4 runs of "DynamicStructuredTool", no model call
+# in any (issue 39, not done). Kept so that fixing it shows (strict xfail).
+UNREAD_BY_DESIGN = {"langgraphjs-1.7.3_openllmetry-js-0.27.0.otlp.json": {"round3": True}}
 # a model gateway: model spans only, no agent or tool span -> model calls, not agent runs
 GATEWAYS = {"litellm-1.110.2_gateway.json"}
 
@@ -88,20 +102,47 @@ def sdk_span(r: Any) -> ReadableSpan:
                         end_time=r._end_time)
 
 
+def _depths(spans: list[ReadableSpan]) -> list[int]:
+    """Each span's depth in its trace (0: a root, or a parent not in the file)."""
+    index = {s.context.span_id: i for i, s in enumerate(spans)}
+    parent = [index.get(s.parent.span_id) if s.parent is not None else None for s in spans]
+    depths = []
+    for i in range(len(spans)):
+        d, j = 0, parent[i]
+        while j is not None and d < len(spans):
+            d, j = d + 1, parent[j]
+        depths.append(d)
+    return depths
+
+
 def play_live(path: Path, policy: Policy = POLICY) -> Run:
     run = Run(policy=policy)
     spans = [sdk_span(r) for r in iter_spans([path])]
-    timeline = sorted([(s.start_time, 0, i) for i, s in enumerate(spans)] +
-                      [(s.end_time, 1, i) for i, s in enumerate(spans)])
-    for _, is_end, i in timeline:
+    # at one timestamp (JS clocks tick in milliseconds) a parent starts before its children, as in process
+    depth = _depths(spans)
+    timeline = sorted([(s.start_time, 0, depth[i], i) for i, s in enumerate(spans)] +
+                      [(s.end_time, 1, 0, i) for i, s in enumerate(spans)])
+    for _, is_end, _, i in timeline:
         (run.processor.on_end if is_end else run.processor.on_start)(spans[i])  # type: ignore[operator]
     run.processor.shutdown()
     return run
 
 
+def expected_of(case: dict[str, Any]) -> dict[str, Any]:
+    case = dict(case)
+    bare = case.pop("bare_single_argument", False)
+    bare_failed = case.pop("bare_failed_call", False)
+    want = expected(**{k: v for k, v in case.items() if k != "tool_prefix"}, tool_prefix=case.get("tool_prefix", ""))
+    if bare:  # {"order_id": "88120"} recorded as "88120", read back as {"input": "88120"}
+        want["arguments"] = [[{"input": next(iter(a.values()))} if len(a) == 1 else a for a in want["arguments"][0]]]
+    if bare_failed:
+        want["arguments"] = [[a if ok else {} for a, (_, ok) in zip(want["arguments"][0], want["steps"][0])]]
+    return want
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_captured_spans_live_and_replayed(name: str) -> None:
-    want = expected(**CASES[name])
+    want = expected_of(CASES[name])
     policy = policy_for(CASES[name].get("tool_prefix", ""))
     path = SPANS / name
     assert live(play_live(path, policy)) == want
@@ -117,8 +158,21 @@ def test_model_gateway_spans_are_not_agent_runs(name: str) -> None:
     assert replay([path], POLICY).trajectories == []
 
 
+@pytest.mark.parametrize("name", sorted(UNREAD_BY_DESIGN))
+@pytest.mark.xfail(strict=True, reason="OpenLLMetry-JS 0.27 + LangGraph.js: a trace per span (issue 39, not read)")
+def test_captures_not_read_yet(name: str) -> None:
+    want = expected_of(UNREAD_BY_DESIGN[name])
+    assert live(play_live(SPANS / name)) == want
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_structural_span_of_a_read_framework_counts_as_unread(name: str) -> None:
+    run = play_live(SPANS / name, policy_for(CASES[name].get("tool_prefix", "")))
+    assert run.processor.engine.stats["unread"] == {}
+
+
 def test_every_captured_file_has_a_case() -> None:
-    assert sorted(p.name for p in SPANS.glob("*.json")) == sorted([*CASES, *GATEWAYS])
+    assert sorted(p.name for p in SPANS.glob("*.json")) == sorted([*CASES, *GATEWAYS, *UNREAD_BY_DESIGN])
 
 
 # where a framework records no arguments, the warning names its own setting (or says it has none)
@@ -129,6 +183,8 @@ SETTINGS = {
                                             "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
     "haystack-ai-3.4.1_default.json": ("Haystack", "HAYSTACK_CONTENT_TRACING_ENABLED=true"),
     "vercel-ai-6.0.326_no-io.otlp.json": ("Vercel AI SDK", "experimental_telemetry: { recordInputs: true } (the default)"),
+    "langfuse-5.2.0_no-io.json": ("Langfuse", "LANGFUSE_OBSERVE_DECORATOR_IO_CAPTURE_ENABLED=true (the default; "
+                                              "or @observe(capture_input=True))"),
     "agent-framework-core-1.23.0_default.json": (
         "Microsoft Agent Framework", "ENABLE_SENSITIVE_DATA=true (or enable_instrumentation(enable_sensitive_data=True))"),
 }

@@ -94,13 +94,23 @@ def _tool_span(tracer: trace.Tracer, tool: str, call: dict[str, Any]) -> Iterato
         return
     with tracer.start_as_current_span(f"{sc.OP_EXECUTE_TOOL} {tool}", attributes={
             sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: tool,
-            sc.TOOL_CALL_ARGUMENTS: json.dumps(call, default=str)}) as span:
+            sc.TOOL_CALL_ARGUMENTS: _json(call)}) as span:
         yield span  # an exception marks it failed (the SDK's default); a stopped call is marked blocked
 
 
 def _done(span: Any, result: Any, record: bool) -> None:
+    """The result on the span; whatever it is, the call ran and ends as having run (never raises)."""
     if span is not None and record and result is not None:
-        span.set_attribute(sc.TOOL_CALL_RESULT, result if isinstance(result, str) else json.dumps(result, default=str))
+        span.set_attribute(sc.TOOL_CALL_RESULT, result if isinstance(result, str) else _json(result))
+
+
+def _json(value: Any) -> str:
+    """``value`` as JSON for a span; one that cannot be (a circular dict, a ``__str__`` that raises)
+    is named by its type instead: the hook never raises on its own account."""
+    try:
+        return json.dumps(value, default=str)
+    except Exception:  # noqa: BLE001 - ValueError (circular), RecursionError, a raising __str__
+        return f"<not JSON: {type(value).__name__}>"
 
 
 __all__ = ["guarded"]

@@ -36,6 +36,7 @@ _T = TypeVar("_T")
 log = logging.getLogger("otel_agenteval.serve")
 
 OFFLOAD_BYTES = 4 << 20  # bodies past this (as inflated) are decoded and fed on a decoder thread
+OFFLOAD_COMPRESSED_BYTES = 256 << 10  # ... and compressed bodies past this inflated there
 DECODERS = 2  # those threads: decoding holds the GIL, so more would only take turns
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -91,8 +92,9 @@ class OtlpHttpApp:
                 raise _Refused(415, f"unsupported Content-Encoding {encoding.decode('latin-1')!r}: use gzip, deflate "
                                "or none", "unsupported_media_type")
             raw = await self._body(headers, receive, held)
-            inflater = CONTENT_ENCODINGS[encoding]
-            body = raw if inflater is None else inflater(raw, self.config.max_body_bytes)
+            inflater = CONTENT_ENCODINGS[encoding]  # a big compressed body is inflated off the event loop too
+            body = raw if inflater is None else await self._call(len(raw) > OFFLOAD_COMPRESSED_BYTES, inflater, raw,
+                                                                 self.config.max_body_bytes)
             if not held.grow(len(body) - len(raw)):
                 raise self._memory_limited()  # not logged: the client sends it again
             # a big body is decoded and fed off the event loop: /healthz and other requests go on meanwhile

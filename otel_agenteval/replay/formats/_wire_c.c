@@ -26,7 +26,7 @@ static const char RESOURCE_SPANS_FIELDS[] = "-xxs";
 static const char SCOPE_SPANS_FIELDS[] = "-Sxs";
 
 /* the classes and shared values of spanview.py, given by configure() */
-static PyObject *SpanType, *EventType, *ResourceType, *StatusType;
+static PyObject *SpanType, *EventType, *ResourceType, *StatusType, *ScopeType, *ScopeAttr;
 static PyTypeObject *ContextType;
 static PyObject *Kinds[6];         /* by OTLP kind: 0 unspecified (INTERNAL), 1..5 */
 static PyObject *Statuses[3];      /* the shared RecordedStatus of each OTLP code */
@@ -277,8 +277,35 @@ done:
     return out;
 }
 
+/* An InstrumentationScope's (name, version) as a RecordedScope; NULL without an error when it has no name. */
+static PyObject *scope_of(Buf d, Py_ssize_t i, Py_ssize_t end) {
+    PyObject *name = NULL, *version = NULL, *out = NULL;
+    uint64_t tag;
+    Py_ssize_t a;
+    while (i < end) {
+        if (read_tag(d, &i, end, &tag) < 0)
+            goto done;
+        if (tag == 0x0A || tag == 0x12) {
+            if (length(d, &i, end, &a) < 0)
+                goto done;
+            PyObject *text = utf8(d, a, i);
+            if (text == NULL)
+                goto done;
+            Py_XSETREF(*(tag == 0x0A ? &name : &version), text);
+        } else if (skip(d, &i, tag, end, ONE_FIELD) < 0) {  /* attributes, dropped count (checked already) */
+            goto done;
+        }
+    }
+    if (name != NULL && PyUnicode_GET_LENGTH(name) > 0)
+        out = PyObject_CallFunctionObjArgs(ScopeType, name, version != NULL ? version : EmptyStr, NULL);
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(version);
+    return out;
+}
+
 static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out) {
-    PyObject *attrs = PyDict_New(), *resource = NULL, *parents = NULL;
+    PyObject *attrs = PyDict_New(), *resource = NULL, *parents = NULL, *scope = NULL;
     int seen = 0, r = -1;
     uint64_t tag;
     Py_ssize_t i = start, a, b;
@@ -319,13 +346,21 @@ static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out
                 goto done;
             continue;
         }
-        Py_ssize_t stop;
+        Py_ssize_t stop, first = PyList_GET_SIZE(out);
+        Py_CLEAR(scope);
         if (length(d, &i, end, &a) < 0)
             goto done;
         for (stop = i; a < stop;) {
             if (read_tag(d, &a, stop, &tag) < 0)
                 goto done;
-            if (tag == 0x12) {
+            if (tag == 0x0A && ScopeType != NULL) {  /* the instrumentation scope: checked, then its name read */
+                Py_ssize_t from = a;
+                if (skip(d, &a, tag, stop, SCOPE_SPANS_FIELDS) < 0 || length(d, &from, a, &b) < 0)
+                    goto done;
+                Py_XSETREF(scope, scope_of(d, b, from));
+                if (scope == NULL && PyErr_Occurred())
+                    goto done;
+            } else if (tag == 0x12) {
                 if (length(d, &a, stop, &b) < 0)
                     goto done;
                 PyObject *sp = span(d, b, a, resource, parents, &last);
@@ -338,9 +373,16 @@ static int resource_spans(Buf d, Py_ssize_t start, Py_ssize_t end, PyObject *out
                 goto done;
             }
         }
+        if (scope != NULL) {
+            for (Py_ssize_t k = first; k < PyList_GET_SIZE(out); k++) {
+                if (PyObject_SetAttr(PyList_GET_ITEM(out, k), ScopeAttr, scope) < 0)
+                    goto done;
+            }
+        }
     }
     r = 0;
 done:
+    Py_XDECREF(scope);
     Py_DECREF(attrs);
     Py_XDECREF(resource);
     Py_XDECREF(parents);
@@ -396,10 +438,13 @@ static int take(PyObject *seq, PyObject **into, Py_ssize_t n, const char *what) 
 
 static PyObject *configure(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *span_t, *context_t, *event_t, *resource_t, *status_t, *kinds, *statuses, *codes;
-    if (!PyArg_ParseTuple(args, "OO!OOOOOO:configure", &span_t, &PyType_Type, &context_t, &event_t, &resource_t,
-                          &status_t, &kinds, &statuses, &codes))
+    PyObject *span_t, *context_t, *event_t, *resource_t, *status_t, *kinds, *statuses, *codes, *scope_t = NULL;
+    if (!PyArg_ParseTuple(args, "OO!OOOOOO|O:configure", &span_t, &PyType_Type, &context_t, &event_t, &resource_t,
+                          &status_t, &kinds, &statuses, &codes, &scope_t))
         return NULL;
+    if (ScopeAttr == NULL && (ScopeAttr = PyUnicode_InternFromString("_instrumentation_scope")) == NULL)
+        return NULL;
+    Py_XSETREF(ScopeType, scope_t != NULL ? Py_NewRef(scope_t) : NULL);
     if (!PyType_IsSubtype((PyTypeObject *)context_t, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "configure: the context type must be a tuple subclass");
         return NULL;
@@ -420,7 +465,7 @@ static PyMethodDef methods[] = {
      "read(data) -> list of RecordedSpan, or None: the spans of one serialised ExportTraceServiceRequest, in "
      "request order; None when it holds anything but the usual forms (then protobuf reads it)."},
     {"configure", configure, METH_VARARGS,
-     "configure(span, context, event, resource, status, kinds, statuses, status_codes): the classes to build."},
+     "configure(span, context, event, resource, status, kinds, statuses, status_codes[, scope]): the classes to build."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,7 +12,14 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ..spanview import RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from ..spanview import (
+    RecordedContext,
+    RecordedEvent,
+    RecordedResource,
+    RecordedScope,
+    RecordedSpan,
+    RecordedStatus,
+)
 from .values import _KIND, _STATUS, end_time
 
 _wire_c: Any
@@ -27,7 +34,8 @@ def reader(module: Any) -> Callable[[bytes | bytearray], list[RecordedSpan] | No
     build of the same sources), given the readers' shared classes and tables."""
     statuses = tuple(_STATUS[code] for code in range(3))  # the readers' shared tables, by OTLP number
     module.configure(RecordedSpan, RecordedContext, RecordedEvent, RecordedResource, RecordedStatus,
-                     tuple(_KIND[kind] for kind in range(6)), statuses, tuple(s.status_code for s in statuses))
+                     tuple(_KIND[kind] for kind in range(6)), statuses, tuple(s.status_code for s in statuses),
+                     RecordedScope)
     read = module.read
 
     def native_spans(data: bytes | bytearray) -> list[RecordedSpan] | None:

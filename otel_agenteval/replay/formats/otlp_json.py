@@ -17,6 +17,7 @@ from ..spanview import (
     RecordedContext,
     RecordedEvent,
     RecordedResource,
+    RecordedScope,
     RecordedSpan,
     RecordedStatus,
 )
@@ -24,14 +25,18 @@ from .values import _KIND, _SLOW, _STATUS, REMOTE_PARENT, Bad, shared_parent, wh
 
 
 def _hex_id(value: Any, hex_len: int, field: str, required: bool) -> int:
-    """An id from OTLP/JSON (hex) or protobuf's JSON mapping (base64); 0 when absent."""
+    """An id from OTLP/JSON (hex) or protobuf's JSON mapping (base64); 0 when absent. Hex means hex
+    digits only: ``int(…, 16)`` would also take ``-``, ``+``, ``0x``, ``_`` and spaces."""
     if not value:
         if required:
             raise Bad(f"missing {field}")
         return 0
     try:
         if len(value) == hex_len:
-            n = int(value, 16)
+            raw = bytes.fromhex(value)  # which skips spaces between bytes: the length check catches them
+            if len(raw) * 2 != hex_len:
+                raise ValueError
+            n = int.from_bytes(raw, "big")
         else:
             raw = base64.b64decode(value, validate=True)
             if len(raw) * 2 != hex_len:
@@ -101,14 +106,14 @@ def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSp
     """One span, every form; the reference the fast path in :func:`_otlp_json_spans` must equal."""
     tid = s.get("traceId")
     sid = s.get("spanId")
-    trace_id = int(tid, 16) if tid and len(tid) == 32 else _hex_id(tid, 32, "traceId", True)
-    span_id = int(sid, 16) if sid and len(sid) == 16 else _hex_id(sid, 16, "spanId", True)
+    trace_id = _hex_id(tid, 32, "traceId", True)
+    span_id = _hex_id(sid, 16, "spanId", True)
     if not trace_id or not span_id:
         raise Bad("traceId or spanId is all zeros")
     pid = s.get("parentSpanId")
     parent = None
     if pid:
-        parent = RecordedContext(trace_id, int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "parentSpanId", True),
+        parent = RecordedContext(trace_id, _hex_id(pid, 16, "parentSpanId", False),  # zeros: as the fast path
                                  (s.get("flags") or 0) & REMOTE_PARENT == REMOTE_PARENT)
     st = s.get("status")
     status = _status(st) if st else STATUS_UNSET
@@ -124,7 +129,7 @@ def _otlp_json_span(s: dict[str, Any], resource: RecordedResource) -> RecordedSp
 
 
 def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[RecordedSpan],
-                     where: str, reject: Callable[[str], None]) -> None:
+                     where: str, reject: Callable[[str], None], scope: RecordedScope | None = None) -> None:
     """The spans of one ``scopeSpans``, appended to ``out``.
 
     The common form (hex ids, string values) is read inline; a span the fast path cannot take
@@ -139,10 +144,11 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
         try:
             tid = s["traceId"]
             if tid != prev_tid:
-                trace_id = int(tid, 16) if len(tid) == 32 else _hex_id(tid, 32, "traceId", True)
+                trace_id = _hex_id(tid, 32, "traceId", True)  # once a trace
                 prev_tid = tid if trace_id else None
             sid = s["spanId"]
-            span_id = int(sid, 16) if len(sid) == 16 else _hex_id(sid, 16, "spanId", True)
+            span_id = (int.from_bytes(raw, "big") if len(sid) == 16 and len(raw := bytes.fromhex(sid)) == 8
+                       else _hex_id(sid, 16, "spanId", True))  # hex digits only: int(sid, 16) takes "-", "0x"
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.get("parentSpanId")
@@ -157,7 +163,7 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
                 # string values inline; _any_value takes any other (and raises what _attributes would)
                 {kv["key"]: v["stringValue"] if "stringValue" in v else _any_value(v)
                  for kv in at for v in (kv["value"],)} if at else {},
-                _events(evs) if evs else (), resource))
+                _events(evs) if evs else (), resource, scope))
         except _SLOW:
             try:
                 append(_otlp_json_span(s, resource))
@@ -165,8 +171,17 @@ def _otlp_json_spans(spans: list[Any], resource: RecordedResource, out: list[Rec
                 reject(f"{where}[{k}]: {why(exc)}")
 
 
+def _scope(value: Any) -> RecordedScope | None:
+    """A ``scopeSpans``' instrumentation scope (None: none, or not an object with a string name)."""
+    name = value.get("name") if isinstance(value, dict) else None
+    return RecordedScope(name, str(value.get("version") or "")) if isinstance(name, str) and name else None
+
+
 def _parent_hex(pid: str) -> int:
-    return int(pid, 16) if len(pid) == 16 else _hex_id(pid, 16, "", True)
+    """A parent id of the fast paths: 16 hex digits (ValueError otherwise: the reference names it), or base64."""
+    if len(pid) == 16 and len(raw := bytes.fromhex(pid)) == 8:  # fromhex skips spaces between bytes
+        return int.from_bytes(raw, "big")
+    return _hex_id(pid, 16, "", True)
 
 
 
@@ -199,7 +214,8 @@ def otlp_json_request(doc: dict[str, Any], where: str, reject: Callable[[str], N
                 raise Bad(f"resourceSpans[{i}].scopeSpans[{j}] is a JSON {type(ss).__name__}, expected an object")
             spans = _list(ss.get("spans"), f"resourceSpans[{i}].scopeSpans[{j}].spans")
             if spans:
-                _otlp_json_spans(spans, resource, out, f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans", reject)
+                _otlp_json_spans(spans, resource, out, f"{where}: resourceSpans[{i}].scopeSpans[{j}].spans", reject,
+                                 _scope(ss.get("scope")))
     return out
 
 

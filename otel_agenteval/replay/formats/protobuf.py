@@ -17,7 +17,15 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ..counts import InputError, ReadCounts, gc_paused
-from ..spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from ..spanview import (
+    STATUS_UNSET,
+    RecordedContext,
+    RecordedEvent,
+    RecordedResource,
+    RecordedScope,
+    RecordedSpan,
+    RecordedStatus,
+)
 from . import wire
 from .native import native_spans
 from .values import _KIND, _STATUS, REMOTE_PARENT, Bad, end_time, shared_parent
@@ -156,7 +164,12 @@ def request_spans(req: Any, where: str, reject: Callable[[str], None]) -> list[R
     for i, rs in enumerate(req.resource_spans):
         resource = RecordedResource(_attributes(rs.resource.attributes))
         for j, ss in enumerate(rs.scope_spans):
+            first = len(out)
             _spans(ss.spans, resource, out, f"{where}: resource_spans[{i}].scope_spans[{j}].spans", reject)
+            if ss.scope.name:  # the instrumentation scope, which tells an unread span's framework apart
+                scope = RecordedScope(ss.scope.name, ss.scope.version)
+                for k in range(first, len(out)):
+                    out[k]._instrumentation_scope = scope
     if len(out) > 1:
         out.sort(key=end_time)
     return out

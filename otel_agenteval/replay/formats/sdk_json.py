@@ -41,7 +41,7 @@ def sdk_span(s: dict[str, Any]) -> RecordedSpan:
     c = s.get("context")
     if not isinstance(c, dict):
         raise Bad("missing context")
-    ctx = RecordedContext(_sdk_id(c.get("trace_id"), "context.trace_id", True),
+    ctx = RecordedContext(_sdk_id(c.get("trace_id"), "context.trace_id", True, 32),
                           _sdk_id(c.get("span_id"), "context.span_id", True))
     kind = _SDK_KIND.get(s.get("kind") or "SpanKind.INTERNAL")
     if kind is None:
@@ -64,13 +64,18 @@ def sdk_span(s: dict[str, Any]) -> RecordedSpan:
                         events, resource)
 
 
-def _sdk_id(value: Any, field: str, required: bool) -> int:
+def _sdk_id(value: Any, field: str, required: bool, hex_len: int = 16) -> int:
+    """``0x`` and hex digits, as ``to_json`` writes an id (no sign, ``_`` or spaces, which ``int`` takes)."""
     if not isinstance(value, str) or not value:
         raise Bad(f"missing {field}")
+    digits = value[2:] if value[:2] in ("0x", "0X") else value
     try:
-        n = int(value, 16)  # "0x…" is accepted by int(…, 16)
+        raw = bytes.fromhex(digits)
+        if len(digits) != hex_len or len(raw) * 2 != hex_len:
+            raise ValueError
     except ValueError:
-        raise Bad(f"{field} {value[:40]!r} is not hex") from None
+        raise Bad(f"{field} {value[:40]!r} is not {hex_len} hex digits") from None
+    n = int.from_bytes(raw, "big")
     if required and n == 0:
         raise Bad(f"{field} is all zeros")
     return n

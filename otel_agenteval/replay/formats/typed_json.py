@@ -16,6 +16,7 @@ from ..spanview import (
     RecordedContext,
     RecordedEvent,
     RecordedResource,
+    RecordedScope,
     RecordedSpan,
     RecordedStatus,
 )
@@ -74,7 +75,12 @@ if msgspec is not None:
         events: list[_Event] = []
         status: _Status | None = None
 
+    class _Scope(msgspec.Struct):
+        name: str = ""
+        version: str = ""
+
     class _ScopeSpans(msgspec.Struct):
+        scope: _Scope | None = None
         spans: list[_Span] = []
 
     class _Resource(msgspec.Struct):
@@ -105,7 +111,8 @@ if msgspec is not None:
         status = _STATUS[st.code]
         return RecordedStatus(status.status_code, st.message) if st.message else status
 
-    def _typed_spans(spans: list[Any], resource: RecordedResource, out: list[RecordedSpan]) -> None:
+    def _typed_spans(spans: list[Any], resource: RecordedResource, out: list[RecordedSpan],
+                     scope: RecordedScope | None = None) -> None:
         parents: dict[str, RecordedContext] = {}
         prev_tid = ""
         trace_id = 0
@@ -113,10 +120,11 @@ if msgspec is not None:
         for s in spans:
             tid = s.traceId
             if tid != prev_tid:
-                trace_id = int(tid, 16) if len(tid) == 32 else _hex_id(tid, 32, "traceId", True)
+                trace_id = _hex_id(tid, 32, "traceId", True)  # once a trace
                 prev_tid = tid
             sid = s.spanId
-            span_id = int(sid, 16) if len(sid) == 16 else _hex_id(sid, 16, "spanId", True)
+            span_id = (int.from_bytes(raw, "big") if len(sid) == 16 and len(raw := bytes.fromhex(sid)) == 8
+                       else _hex_id(sid, 16, "spanId", True))  # hex digits only: int(sid, 16) takes "-", "0x"
             if not trace_id or not span_id:
                 raise Bad("zero id")
             pid = s.parentSpanId
@@ -132,7 +140,7 @@ if msgspec is not None:
                  for kv in at for v in (kv.value,)} if at else {},
                 tuple(RecordedEvent(e.name, _typed_attributes(e.attributes), int(e.timeUnixNano or 0))
                       for e in evs) if evs else (),
-                resource))
+                resource, scope))
 
     def _typed_request(data: bytes | bytearray) -> list[RecordedSpan] | None:
         """The spans of one OTLP/JSON request in the usual forms; None: read it the dict way."""
@@ -142,7 +150,8 @@ if msgspec is not None:
                 res = rs.resource
                 resource = EMPTY_RESOURCE if res is None else RecordedResource(_typed_attributes(res.attributes))
                 for ss in rs.scopeSpans or rs.instrumentationLibrarySpans:
-                    _typed_spans(ss.spans, resource, out)
+                    sc = ss.scope
+                    _typed_spans(ss.spans, resource, out, RecordedScope(sc.name, sc.version) if sc and sc.name else None)
         except (*_SLOW, msgspec.MsgspecError):
             return None
         return out

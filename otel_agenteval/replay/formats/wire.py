@@ -15,7 +15,15 @@ from typing import Any, Final
 
 from opentelemetry.trace import SpanKind
 
-from ..spanview import STATUS_UNSET, RecordedContext, RecordedEvent, RecordedResource, RecordedSpan, RecordedStatus
+from ..spanview import (
+    STATUS_UNSET,
+    RecordedContext,
+    RecordedEvent,
+    RecordedResource,
+    RecordedScope,
+    RecordedSpan,
+    RecordedStatus,
+)
 from .values import _KIND, _STATUS, REMOTE_PARENT, end_time
 from .wire_format import ONE_FIELD, Unusual, be64, fixed64, key_value, length, read_tag, skip, varint
 
@@ -184,15 +192,39 @@ def _resource_spans(data: bytes, i: int, end: int, out: list[RecordedSpan]) -> N
     last: list[Any] = [b"", 0]  # the trace id read last: (bytes, int)
     append = out.append
     for a, stop in scopes:
+        first = len(out)
+        scope: RecordedScope | None = None
         while a < stop:
             t, a = read_tag(data, a)
             if t == 0x12:
                 b, a = length(data, a, stop)
                 append(_span(data, b, a, resource, parents, last))
+            elif t == 0x0A:
+                b = a
+                a = skip(data, a, t, stop, _SCOPE_SPANS_FIELDS)  # checked as protobuf checks it, then read
+                c, e = length(data, b, a)
+                scope = _scope(data, c, e)
             else:
-                a = skip(data, a, t, stop, _SCOPE_SPANS_FIELDS)  # scope, schema_url
+                a = skip(data, a, t, stop, _SCOPE_SPANS_FIELDS)  # schema_url
         if a != stop:
             raise Unusual
+        if scope is not None:
+            for k in range(first, len(out)):
+                out[k]._instrumentation_scope = scope
+
+
+def _scope(data: bytes, i: int, end: int) -> RecordedScope | None:
+    """An ``InstrumentationScope``: its name and version (None when it has no name)."""
+    fields: dict[int, str] = {}
+    while i < end:
+        t, i = read_tag(data, i)
+        if t == 0x0A or t == 0x12:
+            a, i = length(data, i, end)
+            fields[t] = data[a:i].decode()
+        else:
+            i = skip(data, i, t, end, ONE_FIELD)  # attributes, dropped count (checked by the caller)
+    name = fields.get(0x0A)
+    return RecordedScope(name, fields.get(0x12, "")) if name else None
 
 
 def _attributes_at(data: bytes, i: int, end: int, out: dict[str, Any]) -> int:

@@ -7,3 +7,4 @@ from ...policy.config_file import ConfigError
 
 class CasesError(ConfigError):
     what = "invalid cases file"
+    max_bytes = 64 << 20  # a cases file may hold many recorded runs

@@ -1,4 +1,5 @@
-"""The score report as Markdown (a CI summary) and JUnit XML (one test case per case)."""
+"""The score report as Markdown (a CI summary) and JUnit XML (one test case per case); ``write_report``
+writes it in the format asked for."""
 
 from __future__ import annotations
 
@@ -120,3 +121,33 @@ def to_junit(doc: dict[str, Any]) -> str:
             ET.SubElement(tc, "skipped", message=_unbound_why(u))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def write_report(doc: dict[str, Any], out: TextIO, fmt: str, cmp: dict[str, Any] | None,
+                 candidates: list[tuple[str, dict[str, Any]]], *, detailed: bool, all_steps: bool) -> None:
+    """The report in ``fmt`` (html, json, markdown, junit, table); ``cmp`` compares the candidates
+    (``score --compare``); a table is the overview unless ``detailed``."""
+    from . import compare, overview
+    from .document import write_json, write_table
+
+    if fmt == "html":
+        from .html import labels_title, write_html
+
+        write_html(doc, out, cmp, title=labels_title([label for label, _ in candidates]), candidates=candidates)
+    elif fmt == "json":
+        write_json(doc, out)
+    elif fmt == "markdown":
+        write_markdown(doc, out)
+    elif fmt == "junit":
+        out.write(to_junit(doc) + "\n")
+    else:
+        if detailed:
+            write_table(doc, out, all_steps=all_steps)
+        else:
+            overview.write_overview(doc, out)
+        if cmp is not None:
+            out.write("\n" + compare.to_table(cmp) + "\n")
+    if "judge" in doc and fmt == "table":
+        from ...judging.offline import table
+
+        out.write("\n" + table(doc["judge"]) + "\n")

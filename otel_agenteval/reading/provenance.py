@@ -1,0 +1,223 @@
+"""Where a value came from: the identifiers of tool results kept as hashed, normalised tokens.
+
+A tool result is read once, when a sink first needs it: its IBANs, e-mail addresses, URLs and phone
+numbers (and, when some sink compares whole values, its words) are normalised by type (IBAN
+spacing and case, URL scheme and ``www.``, e-mail case, phone punctuation) and kept as hashes with
+the result's tool and field, in a :class:`Provenance` bounded in bytes (what does not fit is counted,
+not kept). Values never stay in clear: only their hashes and the source step's argument values
+(what the user may have pointed at) are held.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+_IDENT: Final = re.compile(
+    r"(?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+    r"|(?P<url>(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`|\])}]+"
+    r"|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|ai|co|uk|de|fr|ch|eu|gov|edu|info|biz|app|dev)"
+    r"\b(?:/[^\s<>\"'`|\])}]*)?)"
+    r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
+    r"|(?P<phone>(?<![\w-])\+?\(?\d[\d ().-]{6,}\d(?![\w-]))",
+    re.IGNORECASE)
+# no identifier without one of these (a dot or @, an IBAN's country and check digits, a phone's
+# digits): text without any skips the long pattern
+_MAYBE_IDENT: Final = re.compile(r"[.@]|[a-z]{2}\d\d|\d[\d ().-]{6,}\d", re.IGNORECASE)
+_WORD: Final = re.compile(r"[\w@+-][\w.@+-]{2,}")
+_FIELD_LINE: Final = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][\w.-]*):(?:\s+(.*))?$")
+_SCHEME: Final = re.compile(r"^[a-z][a-z0-9+.-]*://")
+TOKEN_BYTES: Final = 16  # what one kept token is counted as against the byte bound
+MAX_POINTERS: Final = 8  # argument values of a source step kept to tell whether the user named it
+
+
+def normal_url(value: str) -> str:
+    """A URL as host and path: no scheme, no ``www.``, host lower-cased, no fragment or trailing ``/``."""
+    v = _SCHEME.sub("", value.strip().lower()).split("#", 1)[0].rstrip(".,;:!?/")
+    return v[4:] if v.startswith("www.") else v
+
+
+def url_host(normal: str) -> str:
+    return normal.split("/", 1)[0].split("?", 1)[0]
+
+
+def normal_value(kind: str, value: str) -> str:
+    """``value`` normalised as a value of ``kind`` (iban, email, url, phone; other kinds: a word)."""
+    if kind == "url":
+        return normal_url(value)
+    if kind == "iban":
+        return value.replace(" ", "").upper()
+    if kind == "phone":
+        return "".join(c for c in value if c.isdigit())
+    return value.strip().strip(".,;:!?\"'()").lower()
+
+
+def token(kind: str, normal: str) -> int:
+    """The hash a normalised value is kept as (in this process only: tokens are never written out)."""
+    return hash(kind + "\x00" + normal)
+
+
+def may_hold_identifier(text: str) -> bool:
+    """A cheap test: ``False`` means :func:`identifiers` finds nothing in ``text``."""
+    return _MAYBE_IDENT.search(text) is not None
+
+
+def identifiers(text: str) -> list[tuple[str, str]]:
+    """The typed identifiers in ``text``: ``(kind, normalised value)``, URLs also by their host."""
+    out: list[tuple[str, str]] = []
+    if _MAYBE_IDENT.search(text) is None:
+        return out
+    for m in _IDENT.finditer(text):
+        kind = m.lastgroup or ""
+        normal = normal_value(kind, m.group())
+        if kind == "phone" and not (10 if m.group()[0] != "+" else 8) <= len(normal) <= 15:
+            continue
+        out.append((kind, normal))
+        if kind == "url":
+            host = url_host(normal)
+            if host != normal:
+                out.append(("url", host))
+    return out
+
+
+def tokens_of(text: str, words: bool) -> list[int]:
+    """The tokens of some content: its identifiers, and its words when ``words``."""
+    out = [token(k, v) for k, v in identifiers(text)]
+    if words:
+        out.extend(token("word", normal_value("word", w)) for w in _WORD.findall(text))
+    return out
+
+
+def result_fields(text: str) -> list[tuple[str, str]]:
+    """A tool result's text by field: ``(field, text)``. JSON objects by key (the innermost key of
+    each value), YAML-like ``key: value`` lines by key (following lines belong to it), else one
+    field ``result``."""
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return [("result", text)]
+        out: list[tuple[str, str]] = []
+        _walk(data, "result", out)
+        return out
+    out = []
+    name = "result"
+    lines: list[str] = []
+    for line in text.splitlines():
+        m = _FIELD_LINE.match(line)
+        if m is not None:
+            if lines:
+                out.append((name, "\n".join(lines)))
+            name = m.group(1)
+            lines = [m.group(2) or ""]
+        else:
+            lines.append(line)
+    if lines:
+        out.append((name, "\n".join(lines)))
+    return out
+
+
+def _walk(data: Any, name: str, out: list[tuple[str, str]]) -> None:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            _walk(v, str(k), out)
+    elif isinstance(data, list):
+        for v in data:
+            _walk(v, name, out)
+    elif data is not None:
+        out.append((name, str(data)))
+
+
+def pointers_of(arguments: dict[str, Any]) -> list[str]:
+    """The string argument values of a source step, normalised: what a user naming it would say."""
+    out: list[str] = []
+    for v in arguments.values():
+        if isinstance(v, str) and len(v.strip()) >= 3:
+            s = v.strip().lower()
+            out.append(normal_url(s) if _IDENT.fullmatch(s) and "." in s else s)
+            if len(out) >= MAX_POINTERS:
+                break
+    return out
+
+
+class Source:
+    """Where tokens first appeared: a tool result's field (and whether the policy trusts it)."""
+
+    __slots__ = ("field", "pointers", "span_id", "tool", "trusted")
+
+    def __init__(self, tool: str, field: str, span_id: int, pointers: list[str], trusted: bool) -> None:
+        self.tool = tool
+        self.field = field
+        self.span_id = span_id
+        self.pointers = pointers  # the source call's argument values, normalised
+        self.trusted = trusted
+
+
+class PendingTurn:
+    """A finished turn's tool steps not read into tokens yet (kept by reference; read on first need)."""
+
+    __slots__ = ("start", "steps")
+
+    def __init__(self, steps: list[Any], start: int) -> None:
+        self.steps = steps
+        self.start = start
+
+
+class Provenance:
+    """The tokens of one run's (or conversation's) tool results, bounded in bytes; trims counted."""
+
+    __slots__ = ("counted", "cursor", "max_bytes", "pending", "size", "tokens", "trimmed")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.tokens: dict[int, Source] = {}  # first untrusted source of a token; a trusted one overrides
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.trimmed = 0  # tokens not kept: the bound was reached
+        self.cursor = 0  # steps of the run read so far
+        self.pending: list[PendingTurn] = []  # finished turns of the conversation, read on first need
+        self.counted = 0  # trims already counted by the engine
+
+    def read(self, tool: str, span_id: int, arguments: dict[str, Any], result: str,
+             trusted_fields: frozenset[str] | None, words: bool) -> None:
+        """Keep the tokens of one tool result; ``trusted_fields`` (``None``: every field) are trusted."""
+        pointers: list[str] | None = None
+        for name, text in result_fields(result):
+            found = tokens_of(text, words)
+            if not found:
+                continue
+            trusted = trusted_fields is None or name in trusted_fields
+            if pointers is None:
+                pointers = pointers_of(arguments)
+            src = Source(tool, name, span_id, pointers, trusted)
+            self.size += TOKEN_BYTES + sum(len(p) for p in pointers)
+            self.keep(found, src)
+
+    def keep(self, found: list[int], src: Source) -> None:
+        tokens = self.tokens
+        for tok in found:
+            old = tokens.get(tok)
+            if old is None:
+                if self.size + TOKEN_BYTES > self.max_bytes:
+                    self.trimmed += 1
+                    continue
+                self.size += TOKEN_BYTES
+                tokens[tok] = src
+            elif src.trusted and not old.trusted:
+                tokens[tok] = src
+
+    def merge(self, other: Provenance) -> None:
+        """Take ``other``'s tokens (a finished turn's, into its conversation's), within the bound."""
+        for tok, src in other.tokens.items():
+            self.keep([tok], src)
+
+
+def pointed(src: Source, trusted_text: str) -> bool:
+    """Whether the user's messages name the source step (one of its argument values)."""
+    return any(p in trusted_text for p in src.pointers)
+
+
+def trusted_tokens(text: str) -> set[int]:
+    """The tokens of trusted text (the user's messages, the system prompt), words included."""
+    return set(tokens_of(text, True))
