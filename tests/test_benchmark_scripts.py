@@ -34,14 +34,21 @@ def test_overhead_reports_every_arm_against_the_sdk_and_the_floor() -> None:
     assert s["background_drain_ms"]["max"] >= 0
 
 
-def test_overhead_takes_the_captured_pydantic_ai_mix_alone_and_by_cpu() -> None:
+def test_overhead_takes_the_captured_pydantic_ai_mix_and_measures_cpu() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "pydantic-ai", "--rounds", "2",
-                           "--runs-per-round", "3", "--warmup", "0", "--cpu", "3", "--json"],
+                           "--runs-per-round", "3", "--warmup", "0", "--cpu", "3", "--gc-off", "--otel", "--json"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads(done.stdout)
     assert s["workload"] == "pydantic-ai" and set(s["over_floor"]) == {"processor"}
     assert set(s["cpu"]["over_sdk"]) == {"processor", "floor"} and set(s["cpu"]["over_floor"]) == {"processor"}
+
+
+def test_every_arm_runs_alone_for_the_instruction_count() -> None:
+    for arm in ("sdk", "processor", "floor"):  # what --instructions runs under valgrind
+        done = subprocess.run([sys.executable, str(SCRIPT), "--callgrind-arm", arm, "--runs-per-round", "3"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_overhead_says_what_it_needs() -> None:
