@@ -87,7 +87,7 @@ TRUSTED = "judge: {{trust_threshold: {t}, dimensions: {{q: {{rubric: r, trusted:
      "judge: dimensions.q.trusted: its agreement (kappa 0.5) is below judge.trust_threshold (0.6)"),
     (TRUSTED.format(t=0.6, a=", agreement: {kappa: 0.9, labels: 10}"),
      "judge: dimensions.q.trusted: its agreement rests on 10 labels, fewer than judge.min_labels (50)"),
-    ("judge: {rate: 1.5}", "judge.rate: Input should be less than or equal to 1"),
+    ("judge: {rate: 1.5}", "judge.rate: must be <= 1"),
     ("judge: {agents: {billing: 2}}", "judge.agents: rate of 'billing': must be between 0 and 1"),
     ("judge: {dimensions: {Bad Name: {rubric: r}}}", "judge.dimensions: 'Bad Name': a dimension is named"),
     ("judge: {endpoint: {base_url: ftp://x, model: m}}", "judge.endpoint.base_url: 'ftp://x': must be an http"),

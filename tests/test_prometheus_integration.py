@@ -27,7 +27,9 @@ from typing import Any
 
 import pytest
 import yaml
+from judge_support import fake_judge
 
+from otel_agenteval.cli.demo_world import DEMO_POLICY
 from otel_agenteval.metrics.prometheus import STEP_BUCKETS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,6 +130,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     config["scrape_configs"] = [job]
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
 
+    # the demo's own policy with a sampled judge on a scripted endpoint: the dashboard's judge row has data
+    judge = fake_judge()
+    endpoint = judge.__enter__()  # left in the finally below
+    policy = {**DEMO_POLICY, "judge": {"rate": 0.5, "endpoint": {"base_url": endpoint.url, "model": "judge-1",
+                                                                  "timeout_s": 5, "retries": 0},
+                                       "dimensions": {"helpfulness": {"rubric": "Did the agent help?"}}}}
+    (tmp / "policy.json").write_text(json.dumps(policy))
+
     logs = [tmp / "demo.log", tmp / "prometheus.log"]
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -142,7 +152,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         with logs[0].open("wb") as log:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "otel_agenteval", "demo", "--forever", "--rate", str(RATE), "--seed", str(SEED),
-                 "--port", str(demo_port), "--addr", "127.0.0.1", "--quiet", "--format", "json"],
+                 "--port", str(demo_port), "--addr", "127.0.0.1", "--quiet", "--format", "json",
+                 "--policy", str(tmp / "policy.json")],
                 stdout=log, stderr=subprocess.STDOUT))
         s = Stack(prom, demo_port, started, logs)
         _wait("the demo target to be up", lambda: s.query('up{job="agenteval"} == 1'), 30, logs)
@@ -152,6 +163,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     finally:
         for proc in reversed(procs):
             _stop(proc)
+        judge.__exit__(None, None, None)
 
 
 def _dashboard_queries() -> list[tuple[str, str, str]]:

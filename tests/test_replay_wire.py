@@ -331,7 +331,7 @@ def test_the_reader_is_chosen_by_its_environment_variable(choice: str, expected:
 
     if choice == "c" and native_spans is None:
         expected = "ValueError"  # the plain build has no C reader to pick
-    code = ("from otel_agenteval.replay import protobuf as p\n"
+    code = ("from otel_agenteval.replay.formats import protobuf as p\n"
             "print(getattr(p.WIRE_SPANS, '__name__', p.WIRE_SPANS))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "OTEL_AGENTEVAL_WIRE_READER": choice})
