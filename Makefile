@@ -76,8 +76,8 @@ test-frameworks: $(VENV)/.test
 	VENV=$(VENV) bash .ci/frameworks.sh $(PYTEST_ARGS)
 
 bench: $(VENV)/.test $(COMPILED)
-	$(BIN)/python benchmarks/overhead_by_run.py --workload tool-heavy
-	$(BIN)/python benchmarks/processor_overhead.py
+	$(BIN)/python benchmarks/overhead.py --workload tool-heavy
+	$(BIN)/python benchmarks/overhead.py --workload pydantic-ai
 
 # plant one realistic bug at a time in the safety path (rules, guard, engine, WAL, decoding, policy)
 # and see whether the tests notice: per-module score, survivors named (minutes, niced; outside .ci/run).

@@ -1,7 +1,7 @@
 """Capture the spans real pydantic-ai emits for the benchmark's support run, as replayable JSON.
 
 Drives pydantic-ai (offline, ``FunctionModel``, its own instrumentation at the default version)
-through the mix ``processor_overhead.py`` measures: 1 agent run, 5 model turns, 8 tool calls over
+through the mix ``overhead.py`` measures: 1 agent run, 5 model turns, 8 tool calls over
 the first 4 turns (2 each), the last turn a text answer. Two variants: ``clean``, and
 ``tool_retry`` where the 3rd tool call raises ``ModelRetry``. Writes ``pydantic_ai_shape.json``
 beside this file: per span, in creation order, the name, kind, parent index, the attributes

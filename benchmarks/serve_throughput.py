@@ -41,18 +41,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _workloads import make_workload  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from processor_overhead import make_workload  # noqa: E402
 
 CONVERSATION = "gen_ai.conversation.id"
 EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 POLICY_FILE = Path(tempfile.gettempdir()) / f"agenteval-serve-bench-{os.getpid()}.yaml"
-# the processor benchmark's policy (processor_overhead.POLICY), as the file serve reads
+# the processor benchmark's policy (_workloads.POLICY), as the file serve reads
 POLICY = """\
 tools: {create_claim: {write: true}}
 agents: {"*": {budget: {max_steps: 40, max_llm_calls: 20, max_tokens: 200000, max_cost_usd: 5.0, max_duration_s: 600}}}

@@ -21,11 +21,13 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from prometheus_client import CollectorRegistry, Gauge
 
+from .engine.engine import Engine
 from .engine.store import ProcessClock
 from .metrics.catalogue import QUEUED_SPANS
 from .metrics.collectors import SelfCollector
 from .metrics.evaluation_events import for_policy, with_events
 from .metrics.monitor import build_monitor
+from .metrics.prometheus import Metrics
 from .model.trajectory import Trajectory
 from .model.violation import Violation
 from .policy.policy import Policy
@@ -89,8 +91,8 @@ class TrajectoryProcessor(SpanProcessor):
                                                (*on_trajectory, self.judging.finished))
         monitor = build_monitor(self.policy, registry, on_violation=on_violation, on_trajectory=on_trajectory,
                                 rules=rules, clock=ProcessClock(clock), meter_provider=meter_provider)
-        self.engine = monitor.engine
-        self.metrics = monitor.metrics
+        self.engine: Engine = monitor.engine
+        self.metrics: Metrics = monitor.metrics
         self.metrics.registry.register(SelfCollector(lambda: self.engine.stats, self.metrics))
         self._shut = False
         self._guard: Guard | None = None
@@ -100,18 +102,11 @@ class TrajectoryProcessor(SpanProcessor):
 
             handoff = self._handoff = Handoff(self.engine, max_queue_size)
             Gauge(QUEUED_SPANS.name, QUEUED_SPANS.doc, registry=self.metrics.registry).set_function(lambda: handoff.queued)
-        self._end = self.engine.end if self._handoff is None else self._handoff.end  # never raises
         # a forked child (gunicorn --preload, multiprocessing) starts with a fresh lock and no runs
         # of its parent's, as the SDK's BatchSpanProcessor does for its queue
         if hasattr(os, "register_at_fork"):
             after_fork = weakref.WeakMethod(self._after_fork)
             os.register_at_fork(after_in_child=lambda: (m := after_fork()) is not None and m())
-        # The SDK calls these for every span: bound straight to the engine, one frame less each
-        # (unless a subclass overrides them).
-        if type(self).on_start is TrajectoryProcessor.on_start:
-            self.on_start = self.engine.start  # type: ignore[method-assign]
-        if type(self).on_end is TrajectoryProcessor.on_end:
-            self.on_end = self._end  # type: ignore[method-assign]
 
     def _after_fork(self) -> None:
         try:
@@ -125,10 +120,18 @@ class TrajectoryProcessor(SpanProcessor):
             self.engine.count_error("shutdown")
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self.engine.start(span)  # never raises: errors are counted in agenteval_processor_errors_total
+        """The span's route to its run (a dict write), in the thread that starts it; never raises:
+        errors are counted in agenteval_processor_errors_total."""
+        self.engine.start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        self._end(span)  # the engine's end, or the hand-off's queue (background=True); never raises
+        """The span checked and counted in the thread that ends it, or (``background=True``) queued
+        for the checks' thread; never raises."""
+        handoff = self._handoff
+        if handoff is None:
+            self.engine.end(span)
+        else:
+            handoff.end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Check what is queued (``background=True``), then finalise every open trajectory as

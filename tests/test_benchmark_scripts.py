@@ -1,5 +1,5 @@
-"""The overhead benchmark still runs and reports what its README says (figures are not judged here:
-they belong to the benchmark, on a quiet machine)."""
+"""The overhead benchmark still runs every arm and reports what its README says (figures are not
+judged here: they belong to the benchmark, on a quiet machine)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,50 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "overhead_by_run.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "overhead.py"
 
 
-def test_overhead_by_run_reports_every_arm_round_by_round() -> None:
+def test_overhead_reports_every_arm_against_the_sdk_and_the_floor() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "tool-heavy", "--rounds", "2",
-                           "--runs-per-round", "5", "--warmup", "0", "--background", "--floor", "--in-calls", "--json"],
-                          capture_output=True, text=True, timeout=120, check=False)
+                           "--runs-per-round", "5", "--warmup", "0", "--background", "--deferred-floor", "--in-calls",
+                           "--json"], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads(done.stdout)
     assert s["rounds"] == 2 and s["runs_per_round"] == 5
-    for arm in ("processor", "empty", "background", "floor", "deferred_floor"):
-        assert len(s[arm]["rounds"]) == 2
-        assert all(r > 0 for r in s[arm]["rounds"])
-        assert s[arm]["range"][0] <= s[arm]["median"] <= s[arm]["range"][1]
-    assert set(s["ratio_of_totals"]) == {"empty", "agenteval", "background", "floor", "deferred_floor"}
-    # every span kind of the mix was timed in place, and the checks' thread kept up
-    assert {"start:invoke_agent", "end:invoke_agent", "end:chat", "end:execute_tool"} <= set(s["in_calls_us_by_kind"])
-    # and the floor's calls, timed the same way, for the comparison call by call
-    assert set(s["floor_in_calls_us_by_kind"]) == set(s["in_calls_us_by_kind"])
-    assert s["floor_in_calls_us_per_span"] > 0
+    arms = {"empty", "processor", "floor", "background", "deferred_floor"}
+    assert set(s["over_sdk"]) == arms == set(s["ratio_of_totals"]) == set(s["added_us_per_span"])
+    # the processor arms are also read against the floor, round by round
+    assert set(s["over_floor"]) == {"processor", "background"} == set(s["over_floor_us_per_span"])
+    for x in (*s["over_sdk"].values(), *s["over_floor"].values()):
+        assert len(x["rounds"]) == 2
+        assert all(r > 0 for r in x["rounds"])
+        assert x["range"][0] <= x["median"] <= x["range"][1]
+    # every span kind of the mix was timed in place, the floor's calls the same way
+    calls = s["in_calls"]
+    assert {"start:invoke_agent", "end:invoke_agent", "end:chat", "end:execute_tool"} <= set(calls["processor"]["us_by_kind"])
+    assert set(calls["floor"]["us_by_kind"]) == set(calls["processor"]["us_by_kind"])
+    assert calls["floor"]["us_per_span"] > 0
     assert s["background_drain_ms"]["max"] >= 0
 
 
-def test_overhead_by_run_says_what_it_needs() -> None:
+def test_overhead_takes_the_captured_pydantic_ai_mix_and_measures_cpu() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "pydantic-ai", "--rounds", "2",
+                           "--runs-per-round", "3", "--warmup", "0", "--cpu", "3", "--gc-off", "--otel", "--json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    s = json.loads(done.stdout)
+    assert s["workload"] == "pydantic-ai" and set(s["over_floor"]) == {"processor"}
+    assert set(s["cpu"]["over_sdk"]) == {"processor", "floor"} and set(s["cpu"]["over_floor"]) == {"processor"}
+
+
+def test_every_arm_runs_alone_for_the_instruction_count() -> None:
+    for arm in ("sdk", "processor", "floor"):  # what --instructions runs under valgrind
+        done = subprocess.run([sys.executable, str(SCRIPT), "--callgrind-arm", arm, "--runs-per-round", "3"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_overhead_says_what_it_needs() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", "1"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2

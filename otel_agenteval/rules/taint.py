@@ -59,9 +59,9 @@ def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]]:
     if kind in ("account_id", "password"):
         normal = pv.normal_value("word", value)
         return [pv.token("word", normal)], [normal]
-    if not pv.may_hold_identifier(value):
+    found = pv.identifiers(value)  # free text: judged by its identifiers (a cheap test first)
+    if not found:
         return _NONE, []
-    found = pv.identifiers(value)  # free text: judged by its identifiers
     return [pv.token(k, v) for k, v in found], [v for _, v in found]
 
 

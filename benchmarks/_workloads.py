@@ -1,56 +1,26 @@
-"""Per-span cost of ``TrajectoryProcessor`` on top of the SDK with a ``BatchSpanProcessor``.
+"""The mixes ``overhead.py`` measures, and the arms it runs them through.
 
-Three arms, each its own ``TracerProvider`` running the *same* span-creation code:
+One agent run is 14 spans (1 agent span, 5 chat spans, 8 tool spans, flat under the agent span as
+pydantic-ai makes them; one run in eight has a failing tool call):
 
-- ``baseline``  BatchSpanProcessor(no-op exporter)
-- ``empty``     baseline + a SpanProcessor that does nothing (the noise floor of a 2nd processor)
-- ``agenteval`` baseline + TrajectoryProcessor
-
-Many short rounds, arm order rotated and reversed every other round; the median per-span time
-of each arm is compared (these machines are noisy). Then the processor alone: recorded spans
-replayed straight into ``on_start``/``on_end`` (no SDK, no BatchSpanProcessor), timed by kind.
-
-Three workloads, the same mix (1 agent span, 5 chat spans, 8 tool spans per run; one run in eight
-has a failing tool call):
-
-- ``pydantic-ai`` (default) replays the spans real pydantic-ai 2.68 emitted for that run
+- ``pydantic-ai`` replays the spans real pydantic-ai 2.68 emitted for that run
   (``pydantic_ai_shape.json``, made by ``capture_pydantic_ai_shape.py``): every attribute, set
   at start or later by the same span API calls, in the same order, overlapping tool spans and
   the retried tool's exception included; ids, conversation and order number made per run.
-- ``lean`` the hand-written spans of earlier figures (a handful of attributes each).
-- ``tool-heavy`` hand-written spans like ``lean``'s, with a new conversation id per run (as in
-  production: every run binds a fresh conversation), the mix issue 27 measures.
+- ``tool-heavy`` hand-written spans with a new conversation id per run (as in production: every
+  run binds a fresh conversation), the mix issue 27 measures.
+- ``lean`` the hand-written spans of the earliest figures (a handful of attributes each).
 
-The ratio is reported as the median over rounds of each arm, and round by round (this round's
-agenteval / this round's baseline): median, interquartile range and min-max, and how many rounds
-are over the 1.10x target.
-
-With ``--instructions`` it also counts the instructions each arm executes for the same runs under
-valgrind's callgrind (deterministic, so the figure to A/B a change by; the wall clock is the one users
-feel): baseline and processor arms each in a child process, ``PYTHONHASHSEED=0``.
-
-    python benchmarks/processor_overhead.py [--workload pydantic-ai|lean|tool-heavy] [--rounds N] [--runs-per-round N]
-                                            [--json] [--profile] [--instructions]
+An arm is a ``TracerProvider`` with a ``BatchSpanProcessor`` (no-op exporter) and, besides it,
+the processor under test (or nothing: the SDK's own cost). ``serve_throughput.py`` reads the
+same mixes.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextvars
-import cProfile
-import functools
-import gc
-import io
 import json
-import os
-import platform
-import pstats
 import re
-import shutil
-import statistics
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +35,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry
 
 from otel_agenteval import Policy, TrajectoryProcessor
-from otel_agenteval.cli.build import build_name
 
-TARGET, GOAL = 1.10, 1.05
 SPANS_PER_RUN = 14  # 1 agent + 5 chat + 8 tool
 ERROR_EVERY = 8  # one run in eight has a failing tool call
 
@@ -359,6 +327,8 @@ def make_workload(name: str) -> Workload:
 
 # --- arms: one provider each, built once ----------------------------------------------------------
 class Arm:
+    """One provider: the SDK with a ``BatchSpanProcessor`` (no-op exporter), then ``extra`` if any."""
+
     def __init__(self, name: str, extra: SpanProcessor | None, workload: Workload) -> None:
         self.name = name
         self.workload = workload
@@ -370,25 +340,6 @@ class Arm:
             self.provider.add_span_processor(extra)
         self.tracer = self.provider.get_tracer("bench")
         self.next_run = 0
-        self.per_span_ns: list[float] = []  # wall clock
-        self.cpu_per_span_ns: list[float] = []  # process CPU time (all threads): less hurt by other processes
-
-    def round(self, runs: int) -> tuple[float, float]:
-        """Run ``runs`` agent runs: per-span wall and CPU ns. Untimed first: the runs' inputs are
-        built and the BSP queue is drained."""
-        tracer, start, emit = self.tracer, self.next_run, self.workload.emit
-        inputs = self.workload.prepare(range(start, start + runs))
-        self.bsp.force_flush()
-        gc.collect()
-        c0 = time.process_time_ns()
-        t0 = time.perf_counter_ns()
-        for run in inputs:
-            emit(tracer, run)
-        elapsed = time.perf_counter_ns() - t0
-        cpu = time.process_time_ns() - c0
-        self.next_run = start + runs
-        n = runs * SPANS_PER_RUN
-        return elapsed / n, cpu / n
 
     def shutdown(self) -> None:
         self.provider.shutdown()
@@ -429,291 +380,3 @@ def make_processor(background: bool = False) -> TrajectoryProcessor:
                                    background=background, **otel_outputs())
     return TrajectoryProcessor(POLICY, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
                                background=background)
-
-
-def measure_arms(workload: Workload, rounds: int, runs: int, warmup: int,
-                 gc_off: bool) -> tuple[list[Arm], list[float]]:
-    arms = [Arm("baseline", None, workload), Arm("empty", EmptyProcessor(), workload),
-            Arm("agenteval", make_processor(), workload)]
-    orders = [arms[i:] + arms[:i] for i in range(len(arms))]
-    paired: list[float] = []
-    if gc_off:
-        gc.disable()
-    try:
-        for r in range(warmup + rounds):
-            order = orders[(r // 2) % len(orders)]
-            if r % 2:
-                order = order[::-1]  # swap order every other round
-            got = {arm.name: arm.round(runs) for arm in order}
-            if r >= warmup:
-                for arm in arms:
-                    arm.per_span_ns.append(got[arm.name][0])
-                    arm.cpu_per_span_ns.append(got[arm.name][1])
-                paired.append(got["agenteval"][0] / got["baseline"][0])
-    finally:
-        gc.enable()
-    for arm in arms:
-        arm.shutdown()
-    proc = arms[2].extra
-    assert isinstance(proc, TrajectoryProcessor)
-    stats = proc.stats()
-    expected = (warmup + rounds) * runs
-    if stats["spans"]["agent"] != expected or sum(stats["errors"].values()) or VIOLATIONS:
-        raise SystemExit(f"processor did not see the mix as expected: {stats}, {len(VIOLATIONS)} violations")
-    return arms, paired
-
-
-# --- the processor alone --------------------------------------------------------------------------
-def record(workload: Workload, runs: int) -> list[tuple[str, Any]]:
-    rec = Recorder()
-    provider = TracerProvider(resource=Resource.create({"service.name": "bench-support"}))
-    provider.add_span_processor(rec)
-    tracer = provider.get_tracer("bench")
-    for run in workload.prepare(range(1_000_000, 1_000_000 + runs)):
-        workload.emit(tracer, run)
-    return rec.calls
-
-
-def _kind(span: Any) -> str:
-    return {"invoke_agent": "agent", "chat": "chat", "execute_tool": "tool"}[span.attributes["gen_ai.operation.name"]]
-
-
-def replay(calls: list[tuple[str, Any]], proc: TrajectoryProcessor) -> int:
-    on_start, on_end = proc.on_start, proc.on_end
-    t0 = time.perf_counter_ns()
-    for phase, span in calls:
-        if phase == "start":
-            on_start(span)
-        else:
-            on_end(span)
-    return time.perf_counter_ns() - t0
-
-
-def replay_by_kind(calls: list[tuple[str, Any]], proc: TrajectoryProcessor) -> dict[tuple[str, str], int]:
-    """ns spent per (phase, kind), each call timed on its own, minus the cost of the timer."""
-    clock = time.perf_counter_ns
-    kinds = [(phase, _kind(span)) for phase, span in calls]
-    t_empty = min(-(clock() - clock()) for _ in range(2000))
-    out: dict[tuple[str, str], int] = {}
-    on_start, on_end = proc.on_start, proc.on_end
-    for (phase, span), key in zip(calls, kinds):
-        fn = on_start if phase == "start" else on_end
-        t0 = clock()
-        fn(span)
-        dt = clock() - t0 - t_empty
-        out[key] = out.get(key, 0) + dt
-    return out
-
-
-def measure_alone(workload: Workload, runs: int, repeats: int) -> dict[str, Any]:
-    calls = record(workload, runs)
-    spans = len(calls) // 2
-    gc.collect()
-    gc.freeze()  # the recorded spans are not the processor's garbage: keep collections off them
-    try:
-        times = []
-        for _ in range(repeats):
-            gc.collect()
-            times.append(replay(calls, make_processor()))
-        gc.collect()
-        by_kind = replay_by_kind(calls, make_processor())
-    finally:
-        gc.unfreeze()
-    best = statistics.median(times)
-    counts = {"agent": runs, "chat": 5 * runs, "tool": 8 * runs}
-    return {
-        "method": "recorded SDK spans replayed into on_start/on_end directly (no SDK, no BatchSpanProcessor); "
-                  "fresh processor per pass, GC on, recorded spans gc.freeze()d",
-        "spans": spans,
-        "us_per_span": best / spans / 1e3,
-        "spans_per_s": spans / (best / 1e9),
-        "us_per_span_by_kind": {
-            f"{phase}:{kind}": ns / counts[kind] / 1e3 for (phase, kind), ns in sorted(by_kind.items())
-        },
-    }
-
-
-def profile_alone(workload: Workload, runs: int, top: int) -> str:
-    calls = record(workload, runs)
-    proc = make_processor()
-    prof = cProfile.Profile()
-    prof.enable()
-    replay(calls, proc)
-    prof.disable()
-    buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
-    return buf.getvalue()
-
-
-def callgrind_arm(name: str, workload: Workload, runs: int) -> None:
-    """Run one arm for valgrind: ``runs`` warm-up runs, then ``runs`` runs inside ``functools.reduce``,
-    the function to toggle collection on (``--collect-atstart=no --toggle-collect=functools_reduce``).
-    The measured runs' inputs are built before, outside it."""
-    extra = {"baseline": None, "empty": EmptyProcessor(), "agenteval": make_processor()}[name]
-    arm = Arm(name, extra, workload)
-    emit = workload.emit
-    for run in workload.prepare(range(runs)):
-        emit(arm.tracer, run)
-    inputs = workload.prepare(range(runs, 2 * runs))
-    arm.bsp.force_flush()
-    gc.collect()
-
-    def measured(_: Any, __: Any) -> None:
-        for run in inputs:
-            emit(arm.tracer, run)
-
-    functools.reduce(measured, [0], None)
-    arm.shutdown()
-
-
-def instruction_counts(workload: str, runs: int) -> dict[str, Any]:
-    """Instructions each arm executes for ``runs`` measured runs (after as many warm-up runs), counted
-    by callgrind in a child process per arm (:func:`callgrind_arm`), and their ratio."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise SystemExit("--instructions: valgrind is not installed (apt-get install valgrind)")
-    counts: dict[str, int] = {}
-    for arm in ("baseline", "agenteval"):
-        cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
-               "--callgrind-out-file=/dev/null", sys.executable, __file__, "--workload", workload,
-               "--callgrind-arm", arm, "--runs-per-round", str(runs)]
-        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
-                              check=False)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if done.returncode != 0 or found is None:
-            raise SystemExit(f"--instructions: callgrind counted nothing for the {arm} arm "
-                             f"(exit {done.returncode}): {done.stderr[-800:]}")
-        counts[arm] = int(found.group(1))
-    spans = runs * SPANS_PER_RUN
-    return {"runs": runs, "spans": spans, "baseline": counts["baseline"], "agenteval": counts["agenteval"],
-            "per_span": {arm: n / spans for arm, n in counts.items()},
-            "processor_per_span": (counts["agenteval"] - counts["baseline"]) / spans,
-            "ratio": counts["agenteval"] / counts["baseline"]}
-
-
-# --- report ---------------------------------------------------------------------------------------
-def measure_noop(workload: Workload, runs: int, repeats: int) -> float:
-    """µs per span of the same runs against the OTel API's no-op tracer: what the workload itself
-    costs (building nothing, just the calls and the context switches), inside every arm's figure."""
-    tracer, emit = trace.NoOpTracer(), workload.emit
-    times = []
-    for _ in range(repeats):
-        inputs = workload.prepare(range(runs))
-        gc.collect()
-        t0 = time.perf_counter_ns()
-        for run in inputs:
-            emit(tracer, run)
-        times.append(time.perf_counter_ns() - t0)
-    return statistics.median(times) / (runs * SPANS_PER_RUN) / 1e3
-
-
-def summarise(arms: list[Arm], paired: list[float], alone: dict[str, Any], noop_us: float,
-              args: argparse.Namespace, seconds: float) -> dict[str, Any]:
-    med = {a.name: statistics.median(a.per_span_ns) / 1e3 for a in arms}
-    cpu = {a.name: statistics.median(a.cpu_per_span_ns) / 1e3 for a in arms}
-    q = {a.name: statistics.quantiles(a.per_span_ns, n=4) for a in arms}
-    quartiles = statistics.quantiles(paired, n=4)
-    return {
-        "workload": args.workload,
-        "workload_description": arms[0].workload.description,
-        "python": platform.python_version(),
-        "build": build_name(),
-        "rounds": args.rounds, "runs_per_round": args.runs_per_round, "warmup_rounds": args.warmup,
-        "spans_per_run": SPANS_PER_RUN, "gc": "disabled during rounds" if args.gc_off else "enabled (collected before each round)",
-        "us_per_span": med,
-        "us_per_span_iqr": {k: [v[0] / 1e3, v[2] / 1e3] for k, v in q.items()},
-        "ratio": med["agenteval"] / med["baseline"],
-        "ratio_empty": med["empty"] / med["baseline"],
-        "ratio_paired_median": statistics.median(paired),
-        "ratio_paired_iqr": [quartiles[0], quartiles[2]],
-        "ratio_paired_range": [min(paired), max(paired)],
-        "ratio_paired_rounds": paired,
-        "rounds_over_target": sum(r > TARGET for r in paired),
-        "cpu_us_per_span": cpu,
-        "ratio_cpu": cpu["agenteval"] / cpu["baseline"],
-        "added_us_per_span": med["agenteval"] - med["baseline"],
-        "noop_tracer_us_per_span": noop_us,
-        "processor_alone": alone,
-        "seconds": seconds,
-    }
-
-
-def print_table(s: dict[str, Any]) -> None:
-    print(f"workload {s['workload']}: {s['workload_description']}")
-    print(f"python {s['python']}, otel-agenteval {s['build']}, {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
-          f"(+{s['warmup_rounds']} warm-up rounds), GC {s['gc']}")
-    print(f"{'arm':<34}{'us/span median':>15}{'IQR':>16}{'ratio':>8}{'cpu us/span':>13}{'ratio':>8}")
-    base = s["us_per_span"]["baseline"]
-    labels = {"baseline": "SDK + BatchSpanProcessor(no-op)", "empty": "  + empty SpanProcessor",
-              "agenteval": "  + TrajectoryProcessor"}
-    for name, label in labels.items():
-        lo, hi = s["us_per_span_iqr"][name]
-        us = s["us_per_span"][name]
-        cpu, cpu_base = s["cpu_us_per_span"][name], s["cpu_us_per_span"]["baseline"]
-        print(f"{label:<34}{us:>15.2f}{f'{lo:.2f}-{hi:.2f}':>16}{us / base:>7.3f}x{cpu:>13.2f}{cpu / cpu_base:>7.3f}x")
-    print(f"{'(same runs, API no-op tracer)':<34}{s['noop_tracer_us_per_span']:>15.2f}")
-    a = s["processor_alone"]
-    print(f"\nprocessor alone ({a['method']}):")
-    print(f"  {a['us_per_span']:.2f} us/span, {a['spans_per_s']:,.0f} spans/s over {a['spans']} spans")
-    print("  by call and kind (us per span of that kind): " +
-          ", ".join(f"{k} {v:.2f}" for k, v in a["us_per_span_by_kind"].items()))
-    lo, hi = s["ratio_paired_iqr"]
-    print(f"\npaired per-round ratio: median {s['ratio_paired_median']:.3f}x, IQR {lo:.3f}-{hi:.3f}x, "
-          f"range {s['ratio_paired_range'][0]:.3f}-{s['ratio_paired_range'][1]:.3f}x over {len(s['ratio_paired_rounds'])} "
-          f"rounds, {s['rounds_over_target']} over {TARGET:.2f}x")
-    print(f"empty second processor: {s['ratio_empty']:.3f}x; added {s['added_us_per_span']:.2f} us/span; "
-          f"{s['seconds']:.0f} s")
-    print(f"overhead ratio: {s['ratio']:.2f}x (target <= {TARGET:.2f}x, goal {GOAL:.2f}x)")
-    ir = s.get("instructions")
-    if ir:
-        print(f"instructions (callgrind, {ir['runs']} runs = {ir['spans']} spans, PYTHONHASHSEED=0): baseline "
-              f"{ir['baseline'] / 1e6:.1f}M, with the processor {ir['agenteval'] / 1e6:.1f}M: ratio {ir['ratio']:.3f}x "
-              f"({ir['processor_per_span'] / 1e3:.1f}k added a span)")
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=("pydantic-ai", "lean", "tool-heavy"), default="pydantic-ai",
-                   help="the spans of a run: replayed from a real pydantic-ai capture (default), the lean "
-                        "hand-written ones of earlier figures, or tool-heavy (a new conversation per run)")
-    p.add_argument("--rounds", type=int, default=30, help="measured rounds per arm (default 30)")
-    p.add_argument("--runs-per-round", type=int, default=200, help="agent runs per round (default 200, 14 spans each)")
-    p.add_argument("--warmup", type=int, default=4, help="rounds run first and discarded (default 4)")
-    p.add_argument("--gc-off", action="store_true", help="disable the garbage collector during rounds")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.add_argument("--otel", action="store_true",
-                   help="the processor with meter_provider and logger_provider (evaluation_runs: true)")
-    p.add_argument("--profile", action="store_true", help="also cProfile the processor alone and print the top functions")
-    p.add_argument("--instructions", action="store_true",
-                   help="also count each arm's instructions with valgrind's callgrind (runs-per-round runs)")
-    p.add_argument("--callgrind-arm", choices=("baseline", "empty", "agenteval"),
-                   help="only run this arm for valgrind's instruction count (see benchmarks/README.md)")
-    args = p.parse_args(argv)
-    if args.otel:
-        OTEL.update(on=True)
-    workload = make_workload(args.workload)
-    if args.callgrind_arm:
-        callgrind_arm(args.callgrind_arm, workload, args.runs_per_round)
-        return 0
-    if args.rounds < 2 or args.runs_per_round < 1 or args.warmup < 0:
-        p.error("--rounds must be >= 2, --runs-per-round >= 1, --warmup >= 0")
-    t0 = time.perf_counter()
-    arms, paired = measure_arms(workload, args.rounds, args.runs_per_round, args.warmup, args.gc_off)
-    alone = measure_alone(workload, runs=1000, repeats=7)
-    noop_us = measure_noop(workload, runs=args.runs_per_round, repeats=7)
-    s = summarise(arms, paired, alone, noop_us, args, time.perf_counter() - t0)
-    if args.instructions:
-        s["instructions"] = instruction_counts(args.workload, args.runs_per_round)
-    if args.json:
-        json.dump(s, sys.stdout, indent=2)
-        print()
-    else:
-        print_table(s)
-    if args.profile:
-        print(profile_alone(workload, runs=2000, top=30), file=sys.stderr if args.json else sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

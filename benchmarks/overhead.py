@@ -1,0 +1,430 @@
+"""What the processor adds to every span: against the SDK alone, and against the floor.
+
+Every arm is a ``TracerProvider`` with a ``BatchSpanProcessor`` (no-op exporter) running the same
+spans (``_workloads.py``: the captured pydantic-ai mix, tool-heavy, lean); only what is added differs:
+
+- ``sdk``: nothing (the SDK's own cost);
+- ``empty``: a second processor that does nothing (the noise of being a second processor);
+- ``processor``: ``TrajectoryProcessor`` with the benchmark's policy (every rule at work);
+- ``floor``: :class:`_floor.Floor`, the least any design must do for the mix; not a processor;
+- ``background`` (``--background``): ``TrajectoryProcessor(background=True)``: its median run is what
+  the app's thread pays; after each round its queue is drained, untimed, and how long that took is
+  reported (near zero: the checks kept up);
+- ``deferred_floor`` (``--deferred-floor``): the floor's work done once at the run's end.
+
+The arms take turns run by run (the order rotating every run, so each arm goes first, middle and
+last, both ways round), every run is timed on its own, and each round compares the arms' median
+run: a pause (a collection, the BatchSpanProcessor's export, another tenant's burst) lands on one
+run of one arm and moves no median; its average cost is still reported (the ratio of total times).
+Per arm: its median run over the SDK's, by round (median, IQR, range); for the processor arms also
+over the floor's; and the us a span each adds.
+
+    .venv/bin/python benchmarks/overhead.py --workload tool-heavy            # 10 rounds x 200 runs
+    .venv/bin/python benchmarks/overhead.py --workload pydantic-ai --in-calls --json
+
+``--in-calls`` times the processor's and the floor's own ``on_start``/``on_end`` calls in place, by
+span kind. ``--cpu N`` runs each arm alone in a child process, N runs after 200 warm-up runs, and
+compares the processes' CPU time (all threads, the background arm's drain included). ``--alone``
+replays recorded spans straight into the processor's and the floor's calls (no SDK), caches warm.
+``--instructions`` counts each arm's instructions under valgrind's callgrind (deterministic: the
+figure to A/B a change by on a busy machine). ``--profile`` prints cProfile's view of the processor
+alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import gc
+import io
+import json
+import os
+import pstats
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import _workloads as wl  # noqa: E402
+from _floor import DeferredFloor, Floor, TimedCalls  # noqa: E402
+
+from otel_agenteval import TrajectoryProcessor  # noqa: E402
+from otel_agenteval.cli.build import build_name  # noqa: E402
+
+TARGET, GOAL = 1.05, 1.02  # processor / floor (issue 44)
+CPU_REPEATS = 5  # --cpu: children per arm, alternating
+LABELS = {"empty": "empty 2nd processor", "processor": "TrajectoryProcessor", "background": "  background=True",
+          "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end"}
+OVER_FLOOR = ("processor", "background")  # the arms also compared with the floor
+
+
+def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
+    stats = proc.stats()
+    if stats["spans"]["agent"] != runs or sum(stats["errors"].values()) or wl.VIOLATIONS:
+        raise SystemExit(f"processor did not see the mix as expected: {stats}, {len(wl.VIOLATIONS)} violations")
+
+
+def check_floor(floor: Floor, runs: int) -> None:
+    if floor.runs != runs or getattr(floor, "pending", None):
+        raise SystemExit(f"the floor counted {floor.runs} runs of {runs}")
+
+
+def spread(ratios: list[float]) -> dict[str, Any]:
+    q = statistics.quantiles(ratios, n=4)
+    return {"median": statistics.median(ratios), "iqr": [q[0], q[2]], "range": [min(ratios), max(ratios)],
+            "rounds": ratios}
+
+
+def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool, background: bool,
+            deferred_floor: bool, gc_off: bool) -> dict[str, Any]:
+    workload = wl.make_workload(workload_name)
+    proc, floor = wl.make_processor(), Floor()
+    timed = {"processor": TimedCalls(proc), "floor": TimedCalls(floor)} if in_calls else {}
+    arms = [wl.Arm("sdk", None, workload), wl.Arm("empty", wl.EmptyProcessor(), workload),
+            wl.Arm("processor", timed.get("processor", proc), workload),
+            wl.Arm("floor", timed.get("floor", floor), workload)]
+    bg = wl.make_processor(background=True) if background else None
+    if bg is not None:
+        arms.append(wl.Arm("background", bg, workload))
+    deferred = DeferredFloor() if deferred_floor else None
+    if deferred is not None:
+        arms.append(wl.Arm("deferred_floor", deferred, workload))
+    names = [arm.name for arm in arms]
+    drains: list[float] = []  # ms to check what the background arm's round left queued
+    orders = [arms[i:] + arms[:i] for i in range(len(arms))]
+    orders += [o[::-1] for o in orders]  # every arm first, middle and last, both ways round
+    clock, emit = time.perf_counter_ns, workload.emit
+    per_round: dict[str, list[float]] = {name: [] for name in names}  # median run, ns
+    totals: dict[str, int] = dict.fromkeys(names, 0)
+    for r in range(warmup + rounds):
+        inputs = {}
+        for arm in arms:
+            inputs[arm.name] = workload.prepare(range(arm.next_run, arm.next_run + runs))
+            arm.next_run += runs
+            arm.bsp.force_flush()
+        gc.collect()
+        if r == warmup:
+            for t in timed.values():
+                t.ns.clear()
+        times: dict[str, list[int]] = {name: [] for name in names}
+        if gc_off:
+            gc.disable()
+        try:
+            for i in range(runs):
+                for arm in orders[i % len(orders)]:
+                    t0 = clock()
+                    emit(arm.tracer, inputs[arm.name][i])
+                    times[arm.name].append(clock() - t0)
+        finally:
+            gc.enable()
+        if bg is not None:
+            t0 = clock()
+            bg.force_flush()
+            if r >= warmup:
+                drains.append((clock() - t0) / 1e6)
+        if r < warmup:
+            continue
+        for name in names:
+            per_round[name].append(statistics.median(times[name]))
+            totals[name] += sum(times[name])
+    for arm in arms:
+        arm.shutdown()
+    all_runs = (warmup + rounds) * runs
+    for checked in (proc, bg):
+        if checked is not None:
+            check_saw_all(checked, all_runs)
+    for f in (floor, deferred):
+        if f is not None:
+            check_floor(f, all_runs)
+
+    def over(name: str, base: str) -> list[float]:
+        return [x / b for x, b in zip(per_round[name], per_round[base])]
+
+    def added_us(name: str, base: str) -> float:  # median run over median run, a span
+        return (statistics.median(per_round[name]) - statistics.median(per_round[base])) / wl.SPANS_PER_RUN / 1e3
+
+    out: dict[str, Any] = {
+        "workload": workload_name, "workload_description": workload.description, "build": build_name(),
+        "rounds": rounds, "runs_per_round": runs, "warmup_rounds": warmup, "spans_per_run": wl.SPANS_PER_RUN,
+        "gc": "off during the runs" if gc_off else "on (collected before each round)",
+        "sdk_us_per_span": statistics.median(per_round["sdk"]) / wl.SPANS_PER_RUN / 1e3,
+        "over_sdk": {name: spread(over(name, "sdk")) for name in names[1:]},
+        "over_floor": {name: spread(over(name, "floor")) for name in names if name in OVER_FLOOR},
+        "added_us_per_span": {name: added_us(name, "sdk") for name in names[1:]},
+        "over_floor_us_per_span": {name: added_us(name, "floor") for name in names if name in OVER_FLOOR},
+        "ratio_of_totals": {name: totals[name] / totals["sdk"] for name in names[1:]},
+    }
+    if bg is not None:
+        out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
+    for name, t in timed.items():  # median calls, as the runs above
+        by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(t.ns.items())}
+        out.setdefault("in_calls", {})[name] = {
+            "us_by_kind": by_kind,
+            "us_per_span": sum(by_kind[k] * len(v) for k, v in t.ns.items()) / (rounds * runs * wl.SPANS_PER_RUN)}
+    return out
+
+
+# --- --cpu: each arm alone in a process of its own, its CPU time (all threads) -------------------------
+def make_extra(arm_name: str) -> SpanProcessor | None:
+    return {"sdk": lambda: None, "processor": wl.make_processor, "floor": Floor,
+            "background": lambda: wl.make_processor(background=True)}[arm_name]()
+
+
+def cpu_child(arm_name: str, workload_name: str, runs: int) -> int:
+    """CPU ns of ``runs`` runs (after 200 warm-up runs) with this arm alone, the queues drained."""
+    workload = wl.make_workload(workload_name)
+    extra = make_extra(arm_name)
+    arm = wl.Arm(arm_name, extra, workload)
+    for run in workload.prepare(range(200)):
+        workload.emit(arm.tracer, run)
+    inputs = workload.prepare(range(200, 200 + runs))
+    arm.bsp.force_flush()
+    if extra is not None:
+        extra.force_flush()
+    gc.collect()
+    c0 = time.process_time_ns()
+    for run in inputs:
+        workload.emit(arm.tracer, run)
+    if extra is not None:
+        extra.force_flush()  # the background arm's backlog: its CPU counts
+    arm.bsp.force_flush()
+    cpu = time.process_time_ns() - c0
+    if isinstance(extra, TrajectoryProcessor):
+        check_saw_all(extra, 200 + runs)
+    arm.shutdown()
+    return cpu
+
+
+def measure_cpu(workload_name: str, runs: int, arm_names: list[str]) -> dict[str, Any]:
+    cpu: dict[str, list[int]] = {name: [] for name in arm_names}
+    for _ in range(CPU_REPEATS):
+        for name in arm_names:
+            done = subprocess.run([sys.executable, __file__, "--workload", workload_name, "--cpu-child", name,
+                                   "--cpu", str(runs)], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"--cpu: the {name} child failed: {done.stderr[-800:]}")
+            cpu[name].append(int(done.stdout.split()[-1]))
+    base, floor = statistics.median(cpu["sdk"]), statistics.median(cpu["floor"])
+    return {"runs": runs, "repeats": CPU_REPEATS,
+            "us_per_span": {k: statistics.median(v) / (runs * wl.SPANS_PER_RUN) / 1e3 for k, v in cpu.items()},
+            "over_sdk": {k: statistics.median(v) / base for k, v in cpu.items() if k != "sdk"},
+            "over_sdk_range": {k: [min(v) / max(cpu["sdk"]), max(v) / min(cpu["sdk"])]
+                               for k, v in cpu.items() if k != "sdk"},
+            "over_floor": {k: statistics.median(v) / floor for k, v in cpu.items() if k in OVER_FLOOR}}
+
+
+# --- --alone: recorded spans replayed straight into the calls, no SDK ---------------------------------
+def record(workload: wl.Workload, runs: int) -> list[tuple[str, Any]]:
+    rec = wl.Recorder()
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-support"}))
+    provider.add_span_processor(rec)
+    tracer = provider.get_tracer("bench")
+    for run in workload.prepare(range(1_000_000, 1_000_000 + runs)):
+        workload.emit(tracer, run)
+    return rec.calls
+
+
+def replay(calls: list[tuple[str, Any]], proc: SpanProcessor) -> int:
+    on_start, on_end = proc.on_start, proc.on_end
+    t0 = time.perf_counter_ns()
+    for phase, span in calls:
+        if phase == "start":
+            on_start(span)
+        else:
+            on_end(span)
+    return time.perf_counter_ns() - t0
+
+
+def measure_alone(workload: wl.Workload, runs: int, repeats: int) -> dict[str, Any]:
+    """us a span of the processor and of the floor, each fed the same recorded spans (fresh per
+    pass, taking turns, GC on, the recorded spans ``gc.freeze()``d), caches warm."""
+    calls = record(workload, runs)
+    spans = len(calls) // 2
+    makers: dict[str, Callable[[], SpanProcessor]] = {"processor": wl.make_processor, "floor": Floor}
+    times: dict[str, list[int]] = {name: [] for name in makers}
+    gc.collect()
+    gc.freeze()  # the recorded spans are not the processor's garbage: keep collections off them
+    try:
+        for _ in range(repeats):
+            for name, make in makers.items():
+                gc.collect()
+                times[name].append(replay(calls, make()))
+    finally:
+        gc.unfreeze()
+    us = {name: statistics.median(t) / spans / 1e3 for name, t in times.items()}
+    return {"spans": spans, "repeats": repeats, "us_per_span": us, "processor_over_floor": us["processor"] / us["floor"]}
+
+
+def profile_alone(workload: wl.Workload, runs: int, top: int) -> str:
+    calls = record(workload, runs)
+    proc = wl.make_processor()
+    prof = cProfile.Profile()
+    prof.enable()
+    replay(calls, proc)
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
+    return buf.getvalue()
+
+
+# --- --instructions: callgrind's count of each arm, one child process each ---------------------------
+def callgrind_arm(name: str, workload: wl.Workload, runs: int) -> None:
+    """Run one arm for valgrind: ``runs`` warm-up runs, then ``runs`` runs inside ``functools.reduce``,
+    the function to toggle collection on (``--collect-atstart=no --toggle-collect=functools_reduce``).
+    The measured runs' inputs are built before, outside it."""
+    arm = wl.Arm(name, make_extra(name), workload)
+    emit = workload.emit
+    for run in workload.prepare(range(runs)):
+        emit(arm.tracer, run)
+    inputs = workload.prepare(range(runs, 2 * runs))
+    arm.bsp.force_flush()
+    gc.collect()
+
+    def measured(_: Any, __: Any) -> None:
+        for run in inputs:
+            emit(arm.tracer, run)
+
+    functools.reduce(measured, [0], None)
+    arm.shutdown()
+
+
+def instruction_counts(workload: str, runs: int) -> dict[str, Any]:
+    """Instructions the SDK, processor and floor arms execute for ``runs`` measured runs (after as
+    many warm-up runs), counted by callgrind in a child process per arm, ``PYTHONHASHSEED=0``."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions: valgrind is not installed (apt-get install valgrind)")
+    counts: dict[str, int] = {}
+    for arm in ("sdk", "processor", "floor"):
+        cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+               "--callgrind-out-file=/dev/null", sys.executable, __file__, "--workload", workload,
+               "--callgrind-arm", arm, "--runs-per-round", str(runs)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
+                              check=False)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise SystemExit(f"--instructions: callgrind counted nothing for the {arm} arm "
+                             f"(exit {done.returncode}): {done.stderr[-800:]}")
+        counts[arm] = int(found.group(1))
+    spans = runs * wl.SPANS_PER_RUN
+    return {"runs": runs, "spans": spans, "counts": counts,
+            "added_per_span": {arm: (counts[arm] - counts["sdk"]) / spans for arm in ("processor", "floor")},
+            "over_sdk": counts["processor"] / counts["sdk"], "floor_over_sdk": counts["floor"] / counts["sdk"],
+            "over_floor": counts["processor"] / counts["floor"]}
+
+
+# --- report -----------------------------------------------------------------------------------------
+def fmt(x: dict[str, Any]) -> str:
+    return (f"median {x['median']:.3f}x (IQR {x['iqr'][0]:.3f}-{x['iqr'][1]:.3f}, "
+            f"range {x['range'][0]:.3f}-{x['range'][1]:.3f})")
+
+
+def print_report(s: dict[str, Any]) -> None:
+    print(f"workload {s['workload']}: {s['workload_description']}")
+    print(f"otel-agenteval {s['build']}; {s['rounds']} rounds x {s['runs_per_round']} runs x {s['spans_per_run']} spans "
+          f"(+{s['warmup_rounds']} warm-up), the arms taking turns run by run, GC {s['gc']}; SDK + BSP: "
+          f"{s['sdk_us_per_span']:.1f} us a span (median run)")
+    print("each round's median run over the SDK's (and over the floor's); us a span added (median runs):")
+    for name, x in s["over_sdk"].items():
+        line = f"{LABELS[name]:<30} / SDK {fmt(x)}, {s['added_us_per_span'][name]:+.2f} us"
+        if name in s["over_floor"]:
+            line += f"\n{'':<30} / floor {fmt(s['over_floor'][name])}, {s['over_floor_us_per_span'][name]:+.2f} us"
+        print(line)
+    print("ratio of total times (pauses included): " +
+          ", ".join(f"{name} {v:.3f}x" for name, v in s["ratio_of_totals"].items()))
+    if "background_drain_ms" in s:
+        d = s["background_drain_ms"]
+        print(f"background=True: what a round left queued was checked in {d['median']:.1f} ms (median; max "
+              f"{d['max']:.1f}) after it")
+    for name, c in s.get("in_calls", {}).items():
+        print(f"in the {name}'s own calls (median call): {c['us_per_span']:.2f} us a span; by call, us: " +
+              ", ".join(f"{k} {v:.2f}" for k, v in c["us_by_kind"].items()))
+    if "cpu" in s:
+        c = s["cpu"]
+        print(f"CPU time, each arm alone in its own process ({c['repeats']} each, {c['runs']} runs): SDK + BSP "
+              f"{c['us_per_span']['sdk']:.1f} us a span; / SDK: " + ", ".join(
+                  f"{k} {v:.3f}x ({c['over_sdk_range'][k][0]:.3f}-{c['over_sdk_range'][k][1]:.3f})"
+                  for k, v in c["over_sdk"].items()) + "; / floor: " +
+              ", ".join(f"{k} {v:.3f}x" for k, v in c["over_floor"].items()))
+    if "alone" in s:
+        a = s["alone"]
+        print(f"alone (recorded spans into the calls, no SDK, {a['spans']} spans): processor "
+              f"{a['us_per_span']['processor']:.2f} us a span, floor {a['us_per_span']['floor']:.2f}: "
+              f"{a['processor_over_floor']:.2f}x")
+    if "instructions" in s:
+        ir = s["instructions"]
+        n = ir["counts"]
+        print(f"instructions (callgrind, {ir['spans']} spans): SDK {n['sdk'] / 1e6:.1f}M, processor "
+              f"{n['processor'] / 1e6:.1f}M ({ir['over_sdk']:.3f}x, +{ir['added_per_span']['processor'] / 1e3:.1f}k a "
+              f"span), floor {n['floor'] / 1e6:.1f}M ({ir['floor_over_sdk']:.3f}x, +"
+              f"{ir['added_per_span']['floor'] / 1e3:.1f}k): processor / floor {ir['over_floor']:.3f}x")
+    print(f"processor / floor: {s['over_floor']['processor']['median']:.3f}x (target <= {TARGET:.2f}x, goal "
+          f"{GOAL:.2f}x); processor / SDK: {s['over_sdk']['processor']['median']:.3f}x; "
+          f"+{s['added_us_per_span']['processor']:.2f} us a span")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", choices=("pydantic-ai", "tool-heavy", "lean"), default="tool-heavy")
+    p.add_argument("--rounds", type=int, default=10, help="measured rounds (default 10)")
+    p.add_argument("--runs-per-round", type=int, default=200, help="agent runs per arm and round (default 200)")
+    p.add_argument("--warmup", type=int, default=1, help="rounds run first and discarded (default 1)")
+    p.add_argument("--in-calls", action="store_true", help="also time the processor's and the floor's calls in place")
+    p.add_argument("--background", action="store_true", help="also the processor with background=True")
+    p.add_argument("--deferred-floor", action="store_true", help="also the floor with all its work at the run's end")
+    p.add_argument("--gc-off", action="store_true", help="the garbage collector off during the runs")
+    p.add_argument("--otel", action="store_true",
+                   help="the processor with meter_provider and logger_provider (evaluation_runs: true)")
+    p.add_argument("--cpu", type=int, metavar="N", default=0,
+                   help="also each arm's CPU time alone in a process of its own, N runs (e.g. 2000)")
+    p.add_argument("--alone", action="store_true", help="also the processor and the floor alone (recorded spans)")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count each arm's instructions with valgrind's callgrind (runs-per-round runs)")
+    p.add_argument("--profile", action="store_true", help="also cProfile the processor alone (the top functions)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    p.add_argument("--cpu-child", choices=("sdk", "processor", "floor", "background"), help=argparse.SUPPRESS)
+    p.add_argument("--callgrind-arm", choices=("sdk", "processor", "floor"),
+                   help="only run this arm, for valgrind's instruction count (see benchmarks/README.md)")
+    args = p.parse_args(argv)
+    if args.otel:
+        wl.OTEL.update(on=True)
+    if args.cpu_child:
+        print(cpu_child(args.cpu_child, args.workload, args.cpu))
+        return 0
+    if args.callgrind_arm:
+        callgrind_arm(args.callgrind_arm, wl.make_workload(args.workload), args.runs_per_round)
+        return 0
+    if args.rounds < 2 or args.runs_per_round < 3 or args.warmup < 0 or args.cpu < 0:
+        p.error("--rounds must be >= 2, --runs-per-round >= 3, --warmup >= 0, --cpu >= 0")
+    s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
+                args.deferred_floor, args.gc_off)
+    if args.cpu:
+        s["cpu"] = measure_cpu(args.workload, args.cpu,
+                               ["sdk", "processor", "floor", *(["background"] if args.background else [])])
+    if args.alone:
+        s["alone"] = measure_alone(wl.make_workload(args.workload), runs=1000, repeats=7)
+    if args.instructions:
+        s["instructions"] = instruction_counts(args.workload, args.runs_per_round)
+    if args.json:
+        json.dump(s, sys.stdout, indent=2)
+        print()
+    else:
+        print_report(s)
+    if args.profile:
+        print(profile_alone(wl.make_workload(args.workload), runs=2000, top=30),
+              file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
