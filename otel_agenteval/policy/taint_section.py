@@ -39,24 +39,28 @@ VALUE_TYPES: tuple[str, ...] = ("iban", "email", "url", "phone", "account_id", "
 WHOLE_VALUE_TYPES = frozenset({"account_id", "password"})
 _ACT = (r"(?:send|forward|transfer|pay|wire|visit|go to|open|click|post|publish|invite|add|remove|delete|share|"
         r"e-?mail|message|call|update|change|reset|buy|order|download|upload|grant|give|reply)")
-# Content that addresses the agent with instructions (regular expressions, case ignored; a policy
-# adds its own with ``taint.instructions``): addressing the assistant, overriding its task,
-# a request to act addressed to "you", a sentence that opens with an order to move something or
-# to act before (or instead of) anything else.
-INSTRUCTION_PHRASES: tuple[str, ...] = (
+# Instruction-shaped content (regular expressions, case ignored). It *addresses the agent*
+# (ADDRESSES_AGENT; a policy adds its own with ``taint.instructions``): speaks to the assistant,
+# overrides its task or puts something before it. Or it *gives orders* (GIVES_ORDERS): a request to
+# act addressed to "you", a sentence that opens with an action verb (content that is data rarely
+# does; directions such as "(visit website for details ...)" do not open a sentence).
+ADDRESSES_AGENT: tuple[str, ...] = (
     r"\b(?:ai|language) (?:model|assistant|agent)\b",
     r"\b(?:to you|dear|hey|hi|attention|note to),? (?:the )?(?:ai|assistant|agent|model|llm|bot|chatbot)\b",
-    r"\b(?:ignore|disregard|forget)\b(?: \w+){0,3} (?:previous|prior|above|earlier|original|other)\b",
+    r"(?:ignore|disregard|forget)\b(?: \w+){0,3} (?:previous|prior|above|earlier|original|other)\b",  # glued on too
     r"\b(?:new|updated|important|additional) instructions?\b",
     r"\bsystem[ _]?(?:message|prompt|instruction|override)\b",
     r"\bbefore you (?:can|do|start|continue|proceed|solve|answer|reply|finish)\b",
     r"\b(?:do|perform|complete) (?:this|the following|these)(?: \w+)? (?:first|instead)\b",
+    rf"(?:^|[.!?:>]\s*){_ACT}\b(?:[^.!?\n]|\.(?=\S)){{0,80}}\b(?:first|instead|immediately|right away)\b",
+)
+GIVES_ORDERS: tuple[str, ...] = (
     rf"\b(?:can|could|would|will) you (?:please |kindly )?{_ACT}\b",
     rf"\byou (?:must|should|need to|have to|are required to) (?:now |first |also )?{_ACT}\b",
     rf"\bplease (?:also |now |first )?{_ACT}\b",
-    r"(?:^|[.!?:]\s+)(?:send|transfer|wire|pay|forward)\b",
-    rf"(?:^|[.!?:>]\s*){_ACT}\b(?:[^.!?\n]|\.(?=\S)){{0,80}}\b(?:first|instead|immediately|right away)\b",
+    rf"(?:^\s*|[.!?]\s+|:\s*)(?:do |now |then |also )?(?:{_ACT}|concatenate|summari[sz]e|collect|copy|export)\b",
 )
+ORDERS, ADDRESSED = 1, 2  # how instruction-shaped some content is (0: not at all)
 
 
 class TaintPolicy(_Model):
@@ -73,7 +77,7 @@ class TaintPolicy(_Model):
     show_values: bool = False  # findings carry the sink value in clear (only if content may go to logs)
     # content a pointed-at result names is pointed at too, this many steps from the user's words
     pointing_hops: int = Field(default=2, ge=1, le=4)
-    instructions: list[str] = []  # phrases (regular expressions) of instruction-shaped content, added
+    instructions: list[str] = []  # phrases (regular expressions) of content addressing the agent, added
     # a value from pointed-at content that gives no instructions: a warning, or info (not an alert)
     plain_pointed: Literal["warning", "info"] = "warning"
 
@@ -85,14 +89,20 @@ class TaintPolicy(_Model):
         return value
 
     @functools.cached_property
-    def _phrases(self) -> tuple[re.Pattern[str], list[PolicyPattern]]:
-        return (re.compile("|".join(f"(?:{p})" for p in INSTRUCTION_PHRASES), re.IGNORECASE | re.MULTILINE),
-                [compile_pattern(p, ignore_case=True) for p in self.instructions])
+    def _phrases(self) -> tuple[re.Pattern[str], re.Pattern[str], list[PolicyPattern]]:
+        def one(phrases: tuple[str, ...]) -> re.Pattern[str]:
+            return re.compile("|".join(f"(?:{p})" for p in phrases), re.IGNORECASE | re.MULTILINE)
 
-    def instructs(self, text: str) -> bool:
-        """Whether some content addresses the agent with instructions (asked on sink decisions only)."""
-        builtin, added = self._phrases
-        return builtin.search(text) is not None or any(p.search(text) is not None for p in added)
+        return one(ADDRESSES_AGENT), one(GIVES_ORDERS), [compile_pattern(p, ignore_case=True) for p in self.instructions]
+
+    def instructs(self, text: str) -> int:
+        """How instruction-shaped some content is: ``ADDRESSED`` (it addresses the agent: the built-in
+        phrases or the policy's ``instructions``), ``ORDERS`` (it gives orders), 0 (neither). Asked on
+        sink decisions only."""
+        addressed, orders, added = self._phrases
+        if addressed.search(text) is not None or any(p.search(text) is not None for p in added):
+            return ADDRESSED
+        return ORDERS if orders.search(text) is not None else 0
 
     @functools.cached_property
     def needs_words(self) -> bool:

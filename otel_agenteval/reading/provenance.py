@@ -149,13 +149,13 @@ class Source:
     __slots__ = ("field", "instructs", "pointers", "span_id", "tool", "trusted")
 
     def __init__(self, tool: str, field: str, span_id: int, pointers: list[str], trusted: bool,
-                 instructs: bool = False) -> None:
+                 instructs: int = 0) -> None:
         self.tool = tool
         self.field = field
         self.span_id = span_id
         self.pointers = pointers  # the source call's argument values, normalised
         self.trusted = trusted
-        self.instructs = instructs  # the field's text addresses the agent with instructions
+        self.instructs = instructs  # how instruction-shaped the field's text is (0: not; 1: orders; 2: addresses the agent)
 
 
 class PendingTurn:
@@ -184,9 +184,9 @@ class Provenance:
         self.shadowed: dict[int, Source] = {}  # an untrusted first source a trusted one overrode (for pointing)
 
     def read(self, tool: str, span_id: int, arguments: dict[str, Any], result: str,
-             trusted_fields: frozenset[str] | None, words: bool, instructs: Callable[[str], bool]) -> None:
+             trusted_fields: frozenset[str] | None, words: bool, instructs: Callable[[str], int]) -> None:
         """Keep the tokens of one tool result; ``trusted_fields`` (``None``: every field) are trusted;
-        ``instructs`` tells whether a field's text gives the agent instructions."""
+        ``instructs`` tells how instruction-shaped a field's text is."""
         pointers: list[str] | None = None
         for name, text in result_fields(result):
             found = tokens_of(text, words)
@@ -195,7 +195,7 @@ class Provenance:
             trusted = trusted_fields is None or name in trusted_fields
             if pointers is None:
                 pointers = pointers_of(arguments)
-            src = Source(tool, name, span_id, pointers, trusted, not trusted and instructs(text))
+            src = Source(tool, name, span_id, pointers, trusted, 0 if trusted else instructs(text))
             self.size += TOKEN_BYTES + sum(len(p) for p in pointers)
             self.keep(found, src)
 

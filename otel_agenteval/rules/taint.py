@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Any
 
+from ..model.rule_names import Severity
 from ..model.trajectory import ToolStep, Trajectory, short_hash
 from ..policy.policy import Policy
+from ..policy.taint_section import ADDRESSED
 from ..reading import provenance as pv
 from ..reading.content import messages_of
 from ..reading.span_values import result_text
@@ -179,20 +181,24 @@ def tainted_argument(event: Event, check: Check) -> list[Any] | None:
     return out or None
 
 
-def _severity(hops: int, instructs: bool, plain: str) -> str:
+_SAID = ("", ", which gives orders", ", which addresses the agent with instructions")
+_INSTRUCTIONS = ("none", "orders", "addresses_agent")
+
+
+def _severity(hops: int, instructs: int, plain: Severity) -> Severity:
     """Critical: content nobody pointed at, or content reached through what the user pointed at that
-    gives the agent instructions; a warning: content the user named that gives instructions; else
-    ``plain`` (``taint.plain_pointed``)."""
-    if not hops or instructs and hops > 1:
+    addresses the agent; a warning: pointed-at content that gives instructions; else ``plain``
+    (``taint.plain_pointed``)."""
+    if not hops or instructs == ADDRESSED and hops > 1:
         return "critical"
     return "warning" if instructs else plain
 
 
 def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src: pv.Source, hops: int,
-             severity: str) -> Any:
+             severity: Severity) -> Any:
     shown = normal if check.policy.taint.show_values else f"sha256:{short_hash(normal)}"
     where = f"{src.tool} result field {src.field!r}"
-    said = ", which addresses the agent with instructions" if src.instructs else ""
+    said = _SAID[src.instructs]
     if hops:
         via = "" if hops == 1 else f" (through {hops - 1} step{'s' if hops > 2 else ''} it named)"
         message = (f"{step.tool} argument {arg} ({kind}) carries a value from {where}{said}, content the user asked "
@@ -203,7 +209,7 @@ def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src
     return check.violation("tainted_argument", severity, message, step,
                            argument=arg, value_type=kind, value=shown, source_tool=src.tool, source_field=src.field,
                            source_span_id=format(src.span_id, "016x"), user_pointed=bool(hops), pointed_hops=hops,
-                           instructions=src.instructs)
+                           instructions=_INSTRUCTIONS[src.instructs])
 
 
 def carry_over(t: Trajectory, policy: Policy) -> None:
