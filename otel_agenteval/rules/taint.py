@@ -17,7 +17,6 @@ from typing import Any
 from ..model.rule_names import Severity
 from ..model.trajectory import ToolStep, Trajectory, short_hash
 from ..policy.policy import Policy
-from ..policy.taint_section import ADDRESSED
 from ..reading import provenance as pv
 from ..reading.content import messages_of
 from ..reading.span_values import result_text
@@ -186,10 +185,10 @@ _INSTRUCTIONS = ("none", "orders", "addresses_agent")
 
 
 def _severity(hops: int, instructs: int, plain: Severity) -> Severity:
-    """Critical: content nobody pointed at, or content reached through what the user pointed at that
-    addresses the agent; a warning: pointed-at content that gives instructions; else ``plain``
+    """Critical: content nobody pointed at, or instruction-shaped content reached through what the
+    user pointed at; a warning: instruction-shaped content the user named; else ``plain``
     (``taint.plain_pointed``)."""
-    if not hops or instructs == ADDRESSED and hops > 1:
+    if not hops or instructs and hops > 1:
         return "critical"
     return "warning" if instructs else plain
 
