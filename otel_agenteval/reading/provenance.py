@@ -146,7 +146,7 @@ def pointers_of(arguments: dict[str, Any]) -> list[str]:
 class Source:
     """Where tokens first appeared: a tool result's field (and whether the policy trusts it)."""
 
-    __slots__ = ("field", "instructs", "pointers", "span_id", "tool", "trusted")
+    __slots__ = ("field", "hops", "hops_for", "instructs", "pointers", "span_id", "tool", "trusted")
 
     def __init__(self, tool: str, field: str, span_id: int, pointers: list[str], trusted: bool,
                  instructs: int = 0) -> None:
@@ -156,6 +156,8 @@ class Source:
         self.pointers = pointers  # the source call's argument values, normalised
         self.trusted = trusted
         self.instructs = instructs  # how instruction-shaped the field's text is (0: not; 1: orders; 2: addresses the agent)
+        self.hops_for: str | None = None  # the user's words ``hops`` was found for (one text per model call)
+        self.hops = 0
 
 
 class PendingTurn:
@@ -228,7 +230,14 @@ class Provenance:
 def pointed(src: Source, trusted_text: str, stores: list[Provenance], hops: int) -> int:
     """How far the user's words are from the source step: 1 when they name it (one of its argument
     values), ``n`` when they name a step whose untrusted result names one of its argument values,
-    ``n - 1`` steps on (at most ``hops``); 0 when nothing the user pointed at leads to it."""
+    ``n - 1`` steps on (at most ``hops``); 0 when nothing the user pointed at leads to it. Kept on
+    the source for the same user's words (results read later do not point back in time)."""
+    if src.hops_for is not trusted_text:
+        src.hops, src.hops_for = _pointed(src, trusted_text, stores, hops), trusted_text
+    return src.hops
+
+
+def _pointed(src: Source, trusted_text: str, stores: list[Provenance], hops: int) -> int:
     if any(p in trusted_text for p in src.pointers):
         return 1
     if hops <= 1:
@@ -240,7 +249,7 @@ def pointed(src: Source, trusted_text: str, stores: list[Provenance], hops: int)
                 if via is not None and via.trusted:
                     via = store.shadowed.get(tok)
                 if via is not None and via.span_id != src.span_id:
-                    n = pointed(via, trusted_text, stores, hops - 1)
+                    n = _pointed(via, trusted_text, stores, hops - 1)
                     if n:
                         return n + 1
     return 0
