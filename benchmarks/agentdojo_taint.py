@@ -5,7 +5,7 @@ Not a test: prints figures (see benchmarks/README.md, "agentdojo_taint.py"). Rea
 ``../shared/datasets/agentdojo-slack/`` (never copied into the repository).
 
     python benchmarks/agentdojo_taint.py [--policy examples/policies/agentdojo-slack.yaml | --zero-config] [--json]
-    python benchmarks/agentdojo_taint.py --synthetic banking --policy examples/policies/agentdojo-banking.yaml
+    python benchmarks/agentdojo_taint.py --synthetic banking --policy examples/policies/agentdojo-banking.yaml [--attack direct]
 """
 
 from __future__ import annotations

@@ -188,8 +188,8 @@ def test_benchmark_on_the_slack_dev_runs() -> None:
                          capture_output=True, text=True, check=True, timeout=120).stdout
     figures = json.loads(out)
     assert figures["attacks_succeeded"] == 63 and figures["benign"] == 210
-    assert figures["attacks_critical_pct"] >= 60.0 and figures["benign_critical_pct"] <= 4.0
-    assert figures["attacks_any_pct"] >= 95.0 and figures["benign_any_pct"] <= 40.0
+    assert figures["attacks_critical_pct"] >= 60.0 and figures["benign_critical_pct"] <= 3.0
+    assert figures["attacks_any_pct"] >= 95.0 and figures["benign_any_pct"] <= 20.0
 
 
 def test_serve_finds_it_over_otlp(started_receivers: Any) -> None:

@@ -77,3 +77,19 @@ def test_a_bad_instruction_phrase_is_refused_by_its_path() -> None:
         assert "taint.instructions" in str(exc)
     else:
         raise AssertionError("a bad phrase was accepted")
+
+
+def test_a_name_a_trusted_field_repeats_still_leads_back_to_the_user(make_processor: Any) -> None:
+    # the page the user named names the channel; the channel's own (trusted) recipient field repeats
+    # the name: the chain from the user's words to the link in the channel still holds
+    h = make_processor("taint: {trusted_fields: {read_channel_messages: [recipient]},"
+                       " sinks: {send_direct_message: {recipient: account_id}}}")
+    root = h.agent("admin", 0.0)
+    chat(h, root, 1.0, "Do the tasks on www.todo.example/alice")
+    h.tool(root, "get_webpage", {"url": "www.todo.example/alice"}, at=2.0,
+           result="Read the general channel, then summarise the article Bob posted there.")
+    h.tool(root, "read_channel_messages", {"channel": "general"}, at=3.0,
+           result="- body: Nice read: www.news.example/rates\n  recipient: general\n  sender: Bob")
+    h.tool(root, "get_webpage", {"url": "www.news.example/rates"}, at=4.0, result="Rates went up.")
+    h.end(root, 5.0)
+    assert found(h) == [("url", "warning", 2, "none")]

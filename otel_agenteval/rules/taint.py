@@ -2,10 +2,12 @@
 
 A sink (``policy.taint``: declared, or by default a write's arguments and URL arguments) carries a
 value found in an earlier tool result of the run or conversation, and not in the user's messages,
-the system prompt or a trusted result. Critical when the user's request did not name the content
-it came from (the source call's arguments are not in the user's words): the injected action;
-a warning when it did (the user asked the agent to act on that content), cleared by a
-confirmation that showed the value. Tool results are read into tokens only when a sink needs
+the system prompt or a trusted result. Critical when nothing the user's request pointed at leads to
+the content it came from (the source call's arguments are not in the user's words, nor in content
+pointed at, ``taint.pointing_hops`` deep), or when that content, reached through a step the user's
+pointing named, is instruction-shaped: the injected action. A warning when the user named the
+content and it gives instructions; ``taint.plain_pointed`` when it gives none. A warning is
+cleared by a confirmation that showed the value. Tool results are read into tokens only when a sink needs
 them (:mod:`..reading.provenance`); the guard asks the same question before the call.
 """
 
