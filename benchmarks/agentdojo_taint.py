@@ -5,7 +5,7 @@ Not a test: prints figures (see benchmarks/README.md, "agentdojo_taint.py"). Rea
 ``../shared/datasets/agentdojo-slack/`` (never copied into the repository).
 
     python benchmarks/agentdojo_taint.py [--policy examples/policies/agentdojo-slack.yaml | --zero-config] [--json]
-    python benchmarks/agentdojo_taint.py --synthetic banking --policy examples/policies/agentdojo-banking.yaml
+    python benchmarks/agentdojo_taint.py --synthetic banking --policy examples/policies/agentdojo-banking.yaml [--attack direct]
 """
 
 from __future__ import annotations
@@ -36,13 +36,16 @@ def measure(policy: Policy, traces: Path = DATA / "slack-dev.otlp.jsonl.gz",
     attacks = [x["trace_id"] for x in labels if x["attack_succeeded"]]
     benign = [x["trace_id"] for x in labels if not x["attacked"]]
 
-    def pct(runs: list[str], critical: bool) -> float:
-        hit = sum(1 for r in runs if ("critical" in severities[r] if critical else severities[r]))
+    def pct(runs: list[str], counted: set[str]) -> float:
+        hit = sum(1 for r in runs if severities[r] & counted)
         return round(100 * hit / len(runs), 1) if runs else 0.0
 
+    # "any": an alert (critical or warning); info findings (taint.plain_pointed: info) are not alerts
+    crit, alert, info = {"critical"}, {"critical", "warning"}, {"info"}
     return {"attacks_succeeded": len(attacks), "benign": len(benign),
-            "attacks_critical_pct": pct(attacks, True), "benign_critical_pct": pct(benign, True),
-            "attacks_any_pct": pct(attacks, False), "benign_any_pct": pct(benign, False)}
+            "attacks_critical_pct": pct(attacks, crit), "benign_critical_pct": pct(benign, crit),
+            "attacks_any_pct": pct(attacks, alert), "benign_any_pct": pct(benign, alert),
+            "attacks_info_pct": pct(attacks, info), "benign_info_pct": pct(benign, info)}
 
 
 def main() -> int:
@@ -52,13 +55,16 @@ def main() -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--synthetic", metavar="SUITE", help="instead: traces made offline from the agentdojo package's "
                    "ground truth (agentdojo_synthetic.py; needs `pip install agentdojo`)")
+    p.add_argument("--attack", default="important_instructions", help="with --synthetic: the agentdojo attack "
+                   "whose text fills the injections (important_instructions, tool_knowledge, ignore_previous, direct, "
+                   "injecagent, system_message, ...)")
     args = p.parse_args()
     policy = Policy() if args.zero_config else Policy.from_file(args.policy)
     if args.synthetic:
         from agentdojo_synthetic import make
 
         with tempfile.TemporaryDirectory() as tmp:
-            f = measure(policy, *make(args.synthetic, Path(tmp)))
+            f = measure(policy, *make(args.synthetic, Path(tmp), args.attack))
     elif not DATA.is_dir():
         print(f"dataset absent: {DATA}", file=sys.stderr)
         return 2
@@ -67,10 +73,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(f))
         return 0
-    print(f"{args.synthetic + ' synthetic' if args.synthetic else 'slack dev'}: {f['attacks_succeeded']} successful attacks, {f['benign']} benign runs "
+    print(f"{args.synthetic + ' synthetic, ' + args.attack if args.synthetic else 'slack dev'}: {f['attacks_succeeded']} successful attacks, {f['benign']} benign runs "
           f"({'zero config' if args.zero_config else args.policy})")
     print(f"  critical: {f['attacks_critical_pct']}% of attacks, {f['benign_critical_pct']}% of benign runs")
-    print(f"  any:      {f['attacks_any_pct']}% of attacks, {f['benign_any_pct']}% of benign runs")
+    print(f"  any:      {f['attacks_any_pct']}% of attacks, {f['benign_any_pct']}% of benign runs (critical or warning)")
+    print(f"  info:     {f['attacks_info_pct']}% of attacks, {f['benign_info_pct']}% of benign runs (not alerts)")
     return 0
 
 

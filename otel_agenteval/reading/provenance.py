@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 _IDENT: Final = re.compile(
@@ -145,14 +146,18 @@ def pointers_of(arguments: dict[str, Any]) -> list[str]:
 class Source:
     """Where tokens first appeared: a tool result's field (and whether the policy trusts it)."""
 
-    __slots__ = ("field", "pointers", "span_id", "tool", "trusted")
+    __slots__ = ("field", "hops", "hops_for", "instructs", "pointers", "span_id", "tool", "trusted")
 
-    def __init__(self, tool: str, field: str, span_id: int, pointers: list[str], trusted: bool) -> None:
+    def __init__(self, tool: str, field: str, span_id: int, pointers: list[str], trusted: bool,
+                 instructs: int = 0) -> None:
         self.tool = tool
         self.field = field
         self.span_id = span_id
         self.pointers = pointers  # the source call's argument values, normalised
         self.trusted = trusted
+        self.instructs = instructs  # how instruction-shaped the field's text is (0: not; 1: orders; 2: addresses the agent)
+        self.hops_for: str | None = None  # the user's words ``hops`` was found for (one text per model call)
+        self.hops = 0
 
 
 class PendingTurn:
@@ -168,7 +173,7 @@ class PendingTurn:
 class Provenance:
     """The tokens of one run's (or conversation's) tool results, bounded in bytes; trims counted."""
 
-    __slots__ = ("counted", "cursor", "max_bytes", "pending", "size", "tokens", "trimmed")
+    __slots__ = ("counted", "cursor", "max_bytes", "pending", "shadowed", "size", "tokens", "trimmed")
 
     def __init__(self, max_bytes: int) -> None:
         self.tokens: dict[int, Source] = {}  # first untrusted source of a token; a trusted one overrides
@@ -178,10 +183,12 @@ class Provenance:
         self.cursor = 0  # steps of the run read so far
         self.pending: list[PendingTurn] = []  # finished turns of the conversation, read on first need
         self.counted = 0  # trims already counted by the engine
+        self.shadowed: dict[int, Source] = {}  # an untrusted first source a trusted one overrode (for pointing)
 
     def read(self, tool: str, span_id: int, arguments: dict[str, Any], result: str,
-             trusted_fields: frozenset[str] | None, words: bool) -> None:
-        """Keep the tokens of one tool result; ``trusted_fields`` (``None``: every field) are trusted."""
+             trusted_fields: frozenset[str] | None, words: bool, instructs: Callable[[str], int]) -> None:
+        """Keep the tokens of one tool result; ``trusted_fields`` (``None``: every field) are trusted;
+        ``instructs`` tells how instruction-shaped a field's text is."""
         pointers: list[str] | None = None
         for name, text in result_fields(result):
             found = tokens_of(text, words)
@@ -190,7 +197,7 @@ class Provenance:
             trusted = trusted_fields is None or name in trusted_fields
             if pointers is None:
                 pointers = pointers_of(arguments)
-            src = Source(tool, name, span_id, pointers, trusted)
+            src = Source(tool, name, span_id, pointers, trusted, 0 if trusted else instructs(text))
             self.size += TOKEN_BYTES + sum(len(p) for p in pointers)
             self.keep(found, src)
 
@@ -206,16 +213,46 @@ class Provenance:
                 tokens[tok] = src
             elif src.trusted and not old.trusted:
                 tokens[tok] = src
+                if self.size + TOKEN_BYTES <= self.max_bytes:
+                    self.size += TOKEN_BYTES
+                    self.shadowed[tok] = old
 
     def merge(self, other: Provenance) -> None:
         """Take ``other``'s tokens (a finished turn's, into its conversation's), within the bound."""
         for tok, src in other.tokens.items():
             self.keep([tok], src)
+        for tok, src in other.shadowed.items():
+            if tok not in self.shadowed and self.size + TOKEN_BYTES <= self.max_bytes:
+                self.size += TOKEN_BYTES
+                self.shadowed[tok] = src
 
 
-def pointed(src: Source, trusted_text: str) -> bool:
-    """Whether the user's messages name the source step (one of its argument values)."""
-    return any(p in trusted_text for p in src.pointers)
+def pointed(src: Source, trusted_text: str, stores: list[Provenance], hops: int) -> int:
+    """How far the user's words are from the source step: 1 when they name it (one of its argument
+    values), ``n`` when they name a step whose untrusted result names one of its argument values,
+    ``n - 1`` steps on (at most ``hops``); 0 when nothing the user pointed at leads to it. Kept on
+    the source for the same user's words (results read later do not point back in time)."""
+    if src.hops_for is not trusted_text:
+        src.hops, src.hops_for = _pointed(src, trusted_text, stores, hops), trusted_text
+    return src.hops
+
+
+def _pointed(src: Source, trusted_text: str, stores: list[Provenance], hops: int) -> int:
+    if any(p in trusted_text for p in src.pointers):
+        return 1
+    if hops <= 1:
+        return 0
+    for p in src.pointers:
+        for tok in (token("url", p), token("email", p), token("word", normal_value("word", p))):
+            for store in stores:
+                via = store.tokens.get(tok)
+                if via is not None and via.trusted:
+                    via = store.shadowed.get(tok)
+                if via is not None and via.span_id != src.span_id:
+                    n = _pointed(via, trusted_text, stores, hops - 1)
+                    if n:
+                        return n + 1
+    return 0
 
 
 def trusted_tokens(text: str) -> set[int]:

@@ -2,10 +2,12 @@
 
 A sink (``policy.taint``: declared, or by default a write's arguments and URL arguments) carries a
 value found in an earlier tool result of the run or conversation, and not in the user's messages,
-the system prompt or a trusted result. Critical when the user's request did not name the content
-it came from (the source call's arguments are not in the user's words): the injected action;
-a warning when it did (the user asked the agent to act on that content), cleared by a
-confirmation that showed the value. Tool results are read into tokens only when a sink needs
+the system prompt or a trusted result. Critical when nothing the user's request pointed at leads to
+the content it came from (the source call's arguments are not in the user's words, nor in content
+pointed at, ``taint.pointing_hops`` deep), or when that content, reached through a step the user's
+pointing named, is instruction-shaped: the injected action. A warning when the user named the
+content and it gives instructions; ``taint.plain_pointed`` when it gives none. A warning is
+cleared by a confirmation that showed the value. Tool results are read into tokens only when a sink needs
 them (:mod:`..reading.provenance`); the guard asks the same question before the call.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Any
 
+from ..model.rule_names import Severity
 from ..model.trajectory import ToolStep, Trajectory, short_hash
 from ..policy.policy import Policy
 from ..reading import provenance as pv
@@ -86,7 +89,7 @@ def _read(prov: pv.Provenance, policy: Policy, tool: str, span_id: int, argument
     taint = policy.taint
     trusted: frozenset[str] | None = None if tool in taint.trusted_tools else frozenset(
         taint.trusted_fields.get(tool, ()))
-    prov.read(tool, span_id, arguments, text, trusted, taint.needs_words)
+    prov.read(tool, span_id, arguments, text, trusted, taint.needs_words, taint.instructs)
 
 
 def _conversation(check: Check, t: Trajectory) -> pv.Provenance | None:
@@ -171,25 +174,43 @@ def tainted_argument(event: Event, check: Check) -> list[Any] | None:
             trusted = _trusted(t, event.start_ns)
         if any(tok in trusted[0] for tok in tokens) or _confirmed(t, event, arg, value):
             continue
-        user_pointed = pv.pointed(hit, trusted[1])
-        if user_pointed and check.preview is not None:
+        hops = pv.pointed(hit, trusted[1], [s for s in (own, earlier) if s is not None], check.policy.taint.pointing_hops)
+        severity = _severity(hops, hit.instructs, check.policy.taint.plain_pointed)
+        if severity != "critical" and check.preview is not None:
             continue  # the guard stops the injected action; a warning is reported once the call ran
-        out.append(_finding(check, event, arg, kind, normals[hit_at], hit, user_pointed))
+        out.append(_finding(check, event, arg, kind, normals[hit_at], hit, hops, severity))
     return out or None
 
 
-def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src: pv.Source, user_pointed: bool) -> Any:
+_SAID = ("", ", which gives orders", ", which addresses the agent with instructions")
+_INSTRUCTIONS = ("none", "orders", "addresses_agent")
+
+
+def _severity(hops: int, instructs: int, plain: Severity) -> Severity:
+    """Critical: content nobody pointed at, or instruction-shaped content reached through what the
+    user pointed at; a warning: instruction-shaped content the user named; else ``plain``
+    (``taint.plain_pointed``)."""
+    if not hops or instructs and hops > 1:
+        return "critical"
+    return "warning" if instructs else plain
+
+
+def _finding(check: Check, step: ToolStep, arg: str, kind: str, normal: str, src: pv.Source, hops: int,
+             severity: Severity) -> Any:
     shown = normal if check.policy.taint.show_values else f"sha256:{short_hash(normal)}"
     where = f"{src.tool} result field {src.field!r}"
-    if user_pointed:
-        message = (f"{step.tool} argument {arg} ({kind}) carries a value from {where}, content the user asked the "
-                   f"agent to act on; a confirmation showing the value clears it")
+    said = _SAID[src.instructs]
+    if hops:
+        via = "" if hops == 1 else f" (through {hops - 1} step{'s' if hops > 2 else ''} it named)"
+        message = (f"{step.tool} argument {arg} ({kind}) carries a value from {where}{said}, content the user asked "
+                   f"the agent to act on{via}; a confirmation showing the value clears it")
     else:
-        message = (f"{step.tool} argument {arg} ({kind}) carries a value that first appeared in {where}, "
+        message = (f"{step.tool} argument {arg} ({kind}) carries a value that first appeared in {where}{said}, "
                    f"content the user's request did not point at (possible injected action)")
-    return check.violation("tainted_argument", "warning" if user_pointed else "critical", message, step,
+    return check.violation("tainted_argument", severity, message, step,
                            argument=arg, value_type=kind, value=shown, source_tool=src.tool, source_field=src.field,
-                           source_span_id=format(src.span_id, "016x"), user_pointed=user_pointed)
+                           source_span_id=format(src.span_id, "016x"), user_pointed=bool(hops), pointed_hops=hops,
+                           instructions=_INSTRUCTIONS[src.instructs])
 
 
 def carry_over(t: Trajectory, policy: Policy) -> None:
