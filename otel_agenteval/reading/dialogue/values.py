@@ -126,7 +126,7 @@ class Text:
     def compact(self) -> set[str]:
         """Its tokens with separators dropped: ``fq-8ape`` reads ``fq8ape``."""
         if self._compact is None:
-            self._compact = {_compact(t) for t in _TOKEN.findall(self.flat)}
+            self._compact = {t.translate(_TOKEN_SEPARATORS) for t in set(_TOKEN.findall(self.flat))}
         return self._compact
 
     def numbers(self) -> set[Decimal]:
@@ -141,6 +141,7 @@ class Text:
 
 
 _TOKEN = re.compile(r"[0-9a-z@][0-9a-z@_\-#./]*[0-9a-z]|[0-9a-z]")
+_TOKEN_SEPARATORS = str.maketrans("", "", "_-#./")  # what _compact drops from a token (only these can be in one)
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:[ ,.\u202f']\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)(?![\d])")
 _WORD = re.compile(r"[a-z]+")
 _WORDS = {w: i for i, w in enumerate(
