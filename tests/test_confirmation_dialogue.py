@@ -160,3 +160,23 @@ def test_inferred_values_leave_out_list_details_and_internal_handles_but_not_mon
     run(h, (ask, ("user", "yes")), ("issue_refund", refund, None))
     run(h, (ask, ("user", "yes")), ("issue_refund", {**refund, "items": [{"sku": "SKU-1", "amount": 50}]}, None))
     assert [f["not_shown"] for f in findings(h)] == [["items.amount"]]
+
+
+def test_each_model_call_is_read_afresh_where_it_differs_and_no_run_sees_anothers(make_processor):
+    """A write's dialogue starts from the previous model call's (only what was added is read):
+    a call whose messages differ at the same count, or that extends them, is read as it is."""
+    h = make_processor(POLICY)
+    other = ("cancel_reservation", {"reservation_id": "ZZ9XYZ"}, None)
+    ask_other = ("assistant", "I can cancel reservation ZZ9XYZ. Shall I go ahead?")
+    root = h.agent(conv="rewritten")
+    h.chat(root, at=1, end_attrs={"gen_ai.input.messages": _msgs((ASK, ("user", "Yes.")))})
+    h.tool(root, *CANCEL[:2], at=2)
+    h.chat(root, at=3, end_attrs={"gen_ai.input.messages": _msgs((ask_other, ("user", "No.")))})  # same count
+    h.tool(root, *other[:2], at=4)
+    h.chat(root, at=5, end_attrs={"gen_ai.input.messages": _msgs((ask_other, ("user", "No."), ask_other,
+                                                                   ("user", "Yes.")))})  # extends the last
+    h.tool(root, *other[:2], at=6)
+    h.end(root, 10)
+    assert [f["reason"] for f in findings(h)] == ["declined"]
+    run(h, (ASK, ("user", "Yes."), ask_other, ("user", "No.")), other)  # another run, as many messages as the last call
+    assert [f["reason"] for f in findings(h)] == ["declined", "declined"]

@@ -108,6 +108,46 @@ def messages_of(span: Any) -> list[Message] | None:
     return None
 
 
+class Read:
+    """The input messages of one model call, with the JSON text they were parsed from (if any)."""
+
+    __slots__ = ("messages", "raw")
+
+    def __init__(self, messages: list[Message], raw: str | None) -> None:
+        self.messages = messages
+        self.raw = raw
+
+
+def messages_after(span: Any, earlier: Read | None) -> Read | None:
+    """:func:`messages_of`, parsing only what follows ``earlier`` when this call's JSON text
+    repeats it (each model call of a run resends the previous one's messages, then new ones)."""
+    raw = (span.attributes or {}).get(sc.INPUT_MESSAGES)
+    if not isinstance(raw, str):
+        msgs = messages_of(span)
+        return Read(msgs, None) if msgs is not None else None
+    try:
+        msgs = _extending(raw, earlier) if earlier is not None and earlier.raw is not None else None
+        if msgs is None:
+            msgs = _from_json_messages(raw)
+    except ValueError:
+        return None
+    return Read(msgs, raw)
+
+
+def _extending(raw: str, earlier: Read) -> list[Message] | None:
+    """The messages of ``raw`` when it is ``earlier``'s array with elements appended; else ``None``.
+    (A JSON array's elements are self-delimited: the repeated ones parse as they did.)"""
+    head = (earlier.raw or "").rstrip()
+    if len(head) < 2 or not head.endswith("]") or not raw.startswith(head[:-1]):
+        return None
+    tail = raw[len(head) - 1:].lstrip()
+    if tail.startswith("]"):
+        return list(earlier.messages) if not tail[1:].strip() else None
+    if not tail.startswith(","):
+        return None
+    return earlier.messages + _from_json_messages("[" + tail[1:])
+
+
 def is_affirmative(text: str, affirm: PolicyPattern, deny: PolicyPattern) -> bool:
     return bool(affirm.search(text)) and not deny.search(text)
 

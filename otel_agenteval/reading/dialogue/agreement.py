@@ -40,11 +40,15 @@ class Turn:
 
 class Dialogue:
     """The turns of one model call's input messages, each user turn classified when first read
-    (walking back from the end, most are never read)."""
+    (walking back from the end, most are never read).
+
+    ``earlier``: the dialogue of a previous model call of the run, read with the same words. What
+    it read of the messages both share from the start (texts, turns) is taken over, not read again.
+    """
 
     __slots__ = ("_compact", "_turns", "_words", "gaps", "messages", "texts", "users")
 
-    def __init__(self, messages: Sequence[Message], words: Words) -> None:
+    def __init__(self, messages: Sequence[Message], words: Words, earlier: Dialogue | None = None) -> None:
         self.messages = list(messages)
         self.texts: dict[int, Text] = {}
         self._words = words
@@ -62,6 +66,19 @@ class Dialogue:
                 self.users.append(i)
                 self.gaps.append(gap)
                 gap = []
+        if earlier is not None and earlier._words is words:
+            self._take_over(earlier)
+
+    def _take_over(self, earlier: Dialogue) -> None:
+        """Keep what ``earlier`` read of the leading messages both have alike."""
+        same = 0
+        for a, b in zip(self.messages, earlier.messages):
+            if a is not b and a != b:
+                break
+            same += 1
+        self.texts = {i: t for i, t in earlier.texts.items() if i < same}
+        self._compact = {i: c for i, c in earlier._compact.items() if i < same}
+        self._turns = {p: turn for p, turn in earlier._turns.items() if earlier.users[p] < same}
 
     def compact(self, index: int) -> str:
         """A message's letters and digits only, case folded (a cheap first look for an id)."""

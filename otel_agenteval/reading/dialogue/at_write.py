@@ -2,7 +2,8 @@
 
 The model call that issued the write carries the conversation so far in its input messages
 (kept by the engine as ``last_chat``/``prev_chat`` when the policy needs content). It is parsed
-and classified the first time a write asks, and kept on the run until the next model call.
+and classified the first time a write asks, and kept on the run until the next model call; the
+next one's reading starts from it: only the messages added since are parsed and classified.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from ...model.trajectory import ToolStep, Trajectory, short_hash
 from ...policy.policy import Policy, ToolPolicy
 from ...policy.sections import Lexicon
-from ..content import messages_of
+from ..content import messages_after
 from .agreement import Dialogue, Reading, read
 from .lexicon import Words
 from .values import key_values
@@ -57,11 +58,11 @@ def dialogue_at(step: ToolStep, t: Trajectory, policy: Policy) -> tuple[Dialogue
     cached = t.extra.get("dialogue")
     if cached is not None and cached[0] is chat:
         return cached[1], chat[1]
-    msgs = messages_of(chat[1])
-    if not msgs:
+    got = messages_after(chat[1], cached[3] if cached is not None else None)
+    if got is None or not got.messages:
         return None
-    d = Dialogue(msgs, words_for(policy))
-    t.extra["dialogue"] = (chat, d, {})  # and the readings of the writes made after it, by span
+    d = Dialogue(got.messages, words_for(policy), cached[1] if cached is not None else None)
+    t.extra["dialogue"] = (chat, d, {}, got)  # and the readings of the writes made after it, by span; the messages read
     return d, chat[1]
 
 

@@ -115,10 +115,11 @@ def names_action(words: Sequence[str] | None, text: Text) -> bool:
 class Text:
     """A turn's text, read once for every kind of value: words, numbers, dates."""
 
-    __slots__ = ("_compact", "_dates", "_numbers", "flat")
+    __slots__ = ("_compact", "_dates", "_joined", "_numbers", "flat")
 
     def __init__(self, text: str) -> None:
         self.flat = " " + " ".join(text.casefold().split()) + " "
+        self._joined: str | None = None
         self._compact: set[str] | None = None
         self._numbers: set[Decimal] | None = None
         self._dates: list[tuple[int | None, int, int]] | None = None
@@ -126,8 +127,15 @@ class Text:
     def compact(self) -> set[str]:
         """Its tokens with separators dropped: ``fq-8ape`` reads ``fq8ape``."""
         if self._compact is None:
-            self._compact = {_compact(t) for t in _TOKEN.findall(self.flat)}
+            self._compact = {t.translate(_TOKEN_SEPARATORS) for t in set(_TOKEN.findall(self.flat))}
         return self._compact
+
+    def has_compact(self, short: str) -> bool:
+        """Whether ``short`` is one of its compact tokens. A token's compact form is part of the
+        whole text with separators dropped: that cheap look rules most texts out first."""
+        if self._joined is None:
+            self._joined = _SEPARATORS.sub("", self.flat)
+        return short in self._joined and short in self.compact()
 
     def numbers(self) -> set[Decimal]:
         if self._numbers is None:
@@ -141,6 +149,7 @@ class Text:
 
 
 _TOKEN = re.compile(r"[0-9a-z@][0-9a-z@_\-#./]*[0-9a-z]|[0-9a-z]")
+_TOKEN_SEPARATORS = str.maketrans("", "", "_-#./")  # what _compact drops from a token (only these can be in one)
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:[ ,.\u202f']\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)(?![\d])")
 _WORD = re.compile(r"[a-z]+")
 _WORDS = {w: i for i, w in enumerate(
@@ -228,7 +237,7 @@ def shows(value: Any, text: Text) -> bool:
     if needle and _bounded(needle, text.flat):
         return True
     short = _compact(needle)
-    return bool(short) and short in text.compact()
+    return bool(short) and text.has_compact(short)
 
 
 def _bounded(needle: str, flat: str) -> bool:
