@@ -68,24 +68,34 @@ class Measure:
                 "fp": self.fp, "fn": self.fn, "tn": self.tn, "disagreements": self.disagreements}
 
 
-def load_labels(path: Path = LABELS) -> dict[tuple[str, str], dict[str, Any]]:
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+def load_labels(path: Path = LABELS) -> list[dict[str, Any]]:
+    """The hand labels: one write call each, by run, message index and call number in that message
+    (no ids copied from the data: :func:`span_key` finds them in the dataset)."""
+    out: list[dict[str, Any]] = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         row = json.loads(line)
         if row.get("label") not in ("ok", "violation"):
             raise SystemExit(f"{path}:{n}: label must be ok or violation, not {row.get('label')!r}")
-        out[(row["trace_id"], row["span_id"])] = row
+        out.append(row)
     return out
 
 
-def measure(data: Path, policy: Policy, labels: dict[tuple[str, str], dict[str, Any]]) -> Measure:
+def span_key(row: dict[str, Any], trace_ids: dict[int, str]) -> tuple[str, str]:
+    """A label's (trace id, span id): the run's trace from the dataset's ``index.json``; the span id
+    as the dataset encodes it (run, message index, call number: see shared/datasets/README.md)."""
+    return trace_ids[row["run"]], f"{row['run']:06x}{row['message']:06x}{row['call']:04x}"
+
+
+def measure(data: Path, policy: Policy, labels: list[dict[str, Any]]) -> Measure:
     """Replay the dev runs with ``policy``; compare the rule's findings with ``labels``."""
+    trace_ids = {e["run"]: e["trace_id"] for e in json.loads((data / "index.json").read_text(encoding="utf-8"))}
     result = replay([data / TRACES], policy, on_reject=lambda msg: None)
     found = {(v.trace_id, v.span_id or ""): v for v in result.violations if v.rule == RULE}
     m = Measure()
-    for key, row in labels.items():
+    for row in labels:
+        key = span_key(row, trace_ids)
         v = found.pop(key, None)
         said = v is not None
         truth = row["label"] == "violation"
