@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..model.patterns import PolicyPattern, compile_pattern
+from ..model.patterns import MAX_TEXT, PolicyPattern, compile_pattern
 from .sections import _Model
 
 ValueType = Literal["iban", "email", "url", "phone", "account_id", "password", "text"]
@@ -100,6 +100,7 @@ class TaintPolicy(_Model):
         phrases or the policy's ``instructions``), ``ORDERS`` (it gives orders), 0 (neither). Asked on
         sink decisions only."""
         addressed, orders, added = self._phrases
+        text = text[:MAX_TEXT]  # the head, as every policy pattern searches (model/patterns.py)
         if addressed.search(text) is not None or any(p.search(text) is not None for p in added):
             return ADDRESSED
         return ORDERS if orders.search(text) is not None else 0
