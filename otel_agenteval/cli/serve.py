@@ -51,6 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--idle-timeout", type=positive_seconds, default=_D.idle_s, metavar="SECONDS",
                    help="play a trace whose root never came after this long without a new span; its unfinished "
                         "runs count as incomplete (default %(default)s)")
+    c.add_argument("--fragment-linger", type=seconds, default=_D.fragment_linger_s, metavar="SECONDS",
+                   help="pieces of runs that arrive a trace each (an instrumentation that does not propagate "
+                        "context) are put back together once their instrumentation scope sent none for this long; "
+                        "above the exporters' batch delay (5 s by default) (default %(default)s)")
     c.add_argument("--max-held-spans", type=int, default=_D.max_held_spans,
                    help="spans held while traces complete; past it the oldest trace is played early (default %(default)s)")
     b = p.add_argument_group("bounds and backpressure")
@@ -114,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace) -> ServeConfig:
     return ServeConfig(
         addr=args.addr, grpc_port=args.grpc_port, http_port=args.http_port, metrics_port=args.metrics_port,
-        grace_s=args.grace, idle_s=args.idle_timeout, queue_spans=args.queue_spans, high_water=args.high_water,
+        grace_s=args.grace, idle_s=args.idle_timeout, fragment_linger_s=args.fragment_linger, queue_spans=args.queue_spans, high_water=args.high_water,
         max_held_spans=args.max_held_spans, max_body_bytes=args.max_body_bytes,
         max_spans_per_request=args.max_spans_per_request, body_timeout_s=args.body_timeout,
         retry_after_s=args.retry_after, token=read_token(args.token_file, args.token_env),

@@ -24,7 +24,8 @@ from .assemble import Assembler
 from .dispatch import Dispatch, load_custom_rules
 from .errors import caught
 from .events import RunEvents
-from .routing import Arrival, Run, name_at_start, name_root, outer_context
+from .fragments.held import HeldFragments
+from .routing import Arrival, Run, drop_oldest, name_at_start, name_root, outer_context
 from .self_stats import SpanCounts, new_stats, read_stats
 from .sinks import FinishSink, Sink, Sinks
 from .store import ProcessClock, SpanClock, Store
@@ -66,6 +67,7 @@ class Engine:
         self._routes: dict[int, Run] = {}  # span id -> its run, from its start to its end
         self._services = ServiceNames()
         self._closed = False
+        self.fragments = HeldFragments(self, not one_caller)  # pieces of runs, a trace each: held until complete
 
     # --- front door: span start (in process only) ---------------------------------------------
     def start(self, span: Any, parent_context: Any = None) -> None:
@@ -96,6 +98,8 @@ class Engine:
                     run.attributes = attrs  # the span's own dict: complete once it ends, nothing copied
                 run.is_agent = agent
                 name_root(run, span, attrs, self._dispatch)
+                if parent is None:
+                    self.fragments.root_started(span, run.service, attrs)
             elif agent:
                 name_at_start(run, span, attrs, False, self._dispatch)
             elif not run.is_agent and (sc.AE_CASE_ID in attrs or sc.AGENTEVALS_CASE_ID in attrs):
@@ -103,18 +107,10 @@ class Engine:
             if tool:
                 run.open_tool(ctx[1], attrs)
             routes[ctx[1]] = run  # a dict write is atomic: no lock
-            if len(routes) > self._max_routes:
-                self._drop_route()
+            if len(routes) > self._max_routes and drop_oldest(routes):
+                self._stats["routes_dropped"] += 1
         except Exception:
             caught(self._stats["errors"], "on_start")
-
-    def _drop_route(self) -> None:
-        routes = self._routes
-        try:
-            routes.pop(next(iter(routes)), None)
-        except (StopIteration, RuntimeError):  # emptied or resized by another thread meanwhile
-            return
-        self._stats["routes_dropped"] += 1
 
     # --- front door: span end -----------------------------------------------------------------
     def end(self, span: Any) -> None:
@@ -186,6 +182,8 @@ class Engine:
                 self._stats["late"] += 1
                 return
             root_end = ctx[1] == run.key
+            if root_end and span._parent is None and self.fragments.root_ended(span, kind, attrs, run, now):
+                return  # a piece of a run, held (fragments/)
             if item is None and not root_end and not (self._needs_confirmations and span._events):
                 run.note_marker(attrs)
                 return  # a span of no interest inside a run (a framework's marker on it is remembered)
@@ -257,6 +255,7 @@ class Engine:
     # --- flush / shutdown ------------------------------------------------------------------------
     def finalise_all(self, reason: str = "shutdown") -> None:
         """Finalise everything still open as ``incomplete`` (flush and shutdown)."""
+        self.fragments.flush()
         now = self._clock.now(0)
         store = self._store
         with store.lock:
@@ -275,6 +274,7 @@ class Engine:
         """In a forked child: a fresh lock and no runs of the parent's (they finish there)."""
         self._routes.clear()
         self._store.clear()  # with a fresh lock
+        self.fragments.clear()
         forget_all()
         self._assembler.clear()
 

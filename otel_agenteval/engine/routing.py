@@ -191,6 +191,15 @@ def outer_context(outer: Run | None, parent_context: Any, routes: dict[int, Run]
     return found or None
 
 
+def drop_oldest(routes: dict[int, Run]) -> bool:
+    """The oldest route forgotten (past ``limits.max_open_spans``); False if another thread emptied it."""
+    try:
+        routes.pop(next(iter(routes)), None)
+    except (StopIteration, RuntimeError):  # emptied or resized by another thread meanwhile
+        return False
+    return True
+
+
 def name_root(run: Run, span: Any, attrs: dict[str, Any], dispatch: Dispatch) -> None:
     """A run's own span starting: an agent span names it (:func:`name_at_start`); another root only
     when the framework names its root after the agent (:func:`~..reading.frameworks.names_agent_by_root`)."""

@@ -15,6 +15,8 @@ def new_stats() -> dict[str, Any]:
         "late": 0,
         "model_only_runs": 0,  # traces of model calls alone (no agent span, no tool): not agent runs
         "fragmented": {},  # instrumentation scope -> roots that are pieces of runs, each a trace of its own
+        "fragments_stitched": {},  # scope -> pieces of runs put back into one run by their time windows
+        "fragments_unstitched": {},  # (scope, reason) -> pieces of runs left apart: concurrent, alone, buffer_full
         "fragment_suspects": {},  # scope -> model-call and workflow roots alone, fragmented if its tools are too
         "unread": {},  # instrumentation scope -> spans that look like agent work and were not read
         "steps_dropped": 0,

@@ -23,6 +23,7 @@ class ServeConfig:
     metrics_port: int = 9464
     grace_s: float = 5.0  # after a trace's root arrived, wait this long for late children
     idle_s: float = 60.0  # a trace with no new span for this long is played without its root
+    fragment_linger_s: float = 10.0  # pieces of runs, a trace each: grouped once their scope sent none this long
     queue_spans: int = 100_000  # ingest queue bound, in spans
     high_water: float = 0.8  # /readyz fails while the queue is fuller than this share
     max_held_spans: int = 200_000  # spans held while their traces complete
@@ -64,6 +65,8 @@ class ServeConfig:
             raise bad("--grace", f"{self.grace_s} (seconds, >= 0)")
         if self.idle_s <= 0 or self.idle_s < self.grace_s:
             raise bad("--idle-timeout", f"{self.idle_s} (seconds, > 0 and >= --grace {self.grace_s})")
+        if self.fragment_linger_s < 0:
+            raise bad("--fragment-linger", f"{self.fragment_linger_s} (seconds, >= 0)")
         if self.queue_spans < 1:
             raise bad("--queue-spans", f"{self.queue_spans} (>= 1)")
         if not 0 < self.high_water <= 1:

@@ -142,6 +142,7 @@ class Pipeline:
 
     def __init__(self, policy: Policy, registry: CollectorRegistry, *, queue_spans: int, grace_s: float,
                  idle_s: float, max_held_spans: int, log_violations: bool = True, memory_limit: int = UNBOUNDED,
+                 fragment_linger_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic,
                  on_violation: tuple[Callable[[Violation], None], ...] = (),
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
@@ -152,13 +153,13 @@ class Pipeline:
         self.metrics = monitor.metrics
         self.memory = MemoryBudget(memory_limit, lambda: self.queue.nbytes + self.feeder.held_bytes)
         self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s,
-                                 max_bytes=self.memory.held_limit)
+                                 max_bytes=self.memory.held_limit, fragment_linger_s=fragment_linger_s)
         self.queue = IngestQueue(queue_spans)
         c = self.counters = ReceiverMetrics(registry)
         registry.register(SelfCollector(self._stats, self.metrics))
         c.queue_capacity.set(queue_spans)
         c.queue_spans.set_function(lambda: self.queue.spans)
-        c.held_spans.set_function(lambda: self.feeder.held_spans)
+        c.held_spans.set_function(lambda: self.feeder.held_spans + self.engine.fragments.size)
         c.held_traces.set_function(lambda: self.feeder.held_traces)
         c.memory.labels("bodies").set_function(lambda: self.memory.bodies)
         c.memory.labels("spans").set_function(self.memory.spans)

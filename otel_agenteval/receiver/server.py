@@ -101,6 +101,7 @@ class Receiver:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.pipeline = Pipeline(self.policy, self.registry, queue_spans=config.queue_spans, grace_s=config.grace_s,
                                  idle_s=config.idle_s, max_held_spans=config.max_held_spans,
+                                 fragment_linger_s=config.fragment_linger_s,
                                  log_violations=config.log_violations, memory_limit=config.memory_limit_bytes,
                                  **pipeline_kwargs)
         self.durability: Durability | None = None

@@ -104,6 +104,7 @@ class Feeder:
                     self._engine.end(s)
         self._pending.clear()
         self._size = 0
+        self._engine.fragments.settle_now()  # pieces of runs, a trace each: grouped now the input is whole
         self._engine.finalise_all("shutdown")
 
     # --- internals ----------------------------------------------------------------------------

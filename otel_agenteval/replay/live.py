@@ -50,12 +50,16 @@ class _Held:
 
 
 class LiveFeeder:
-    __slots__ = ("_bytes", "_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_max", "_max_bytes", "_played",
-                 "_recent", "_recent_spans", "_size", "_traces", "completed", "duplicates", "played_ids", "stats")
+    __slots__ = ("_bytes", "_clock", "_due", "_engine", "_grace", "_idle", "_idle_s", "_linger_ns", "_max", "_max_bytes",
+                 "_played", "_recent", "_recent_spans", "_size", "_traces", "completed", "duplicates", "played_ids",
+                 "stats")
 
     def __init__(self, engine: Engine, max_spans: int = 50_000, *, clock: Callable[[], float] = time.monotonic,
-                 grace_s: float = 5.0, idle_s: float = 60.0, max_bytes: int = UNBOUNDED) -> None:
+                 grace_s: float = 5.0, idle_s: float = 60.0, max_bytes: int = UNBOUNDED,
+                 fragment_linger_s: float = 10.0) -> None:
         self._engine = engine
+        # pieces of runs, a trace each (engine/fragments/): grouped once their scope sent none for this long
+        self._linger_ns = int(fragment_linger_s * 1e9)
         self._max = max_spans
         self._max_bytes = max_bytes
         self._size = 0
@@ -170,6 +174,7 @@ class LiveFeeder:
             played += 1
         if len(idle) > 2 * len(self._traces) + 1024:  # mostly played entries: drop them (amortised O(1))
             self._idle = deque(h for h in idle if not h.played)
+        self._engine.fragments.settle_now(self._linger_ns)
         return played
 
     def close_held(self) -> None:
@@ -179,6 +184,7 @@ class LiveFeeder:
                 if not h.played:
                     self._finish(h, "shutdown")
             queue.clear()
+        self._engine.fragments.settle_now()
         self._engine.finalise_all("shutdown")
 
     def _remember_spans(self, tid: int, spans: list[RecordedSpan]) -> None:
