@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
              "unfinished": stats.get("evicted", {}).get("shutdown", 0)}
     unread = dict(sorted(stats.get("unread", {}).items()))  # scope -> spans that look like agent work, not read
     fragmented = dict(sorted(stats.get("fragmented", {}).items()))  # scope -> pieces of runs, a trace each
+    stitched, unstitched = fragment_counts(stats)
     if table:
         if summary.violations:
             print()
@@ -119,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
             print("fragmented spans (pieces of agent runs, each a trace of its own: the instrumentation does not "
                   "propagate context, no run can be assembled; by instrumentation scope): "
                   + ", ".join(f"{scope} {n}" for scope, n in fragmented.items()))
+        if stitched:
+            print("stitched fragments (pieces of runs, a trace each, put back together by their time windows; by "
+                  "instrumentation scope): " + ", ".join(f"{scope} {n}" for scope, n in stitched.items()))
+        if unstitched:
+            print("unstitched fragments (pieces of runs left apart; by instrumentation scope and reason): "
+                  + ", ".join(f"{scope} {reason} {n}" for scope, by in unstitched.items() for reason, n in by.items()))
         for row in unchecked.rows():
             print(f"unchecked calls: {row['agent']}/{row['tool']} {row['calls']} (no arguments on the spans; "
                   f"{row['framework']} records them with {row['setting']})")
@@ -128,11 +135,20 @@ def run(args: argparse.Namespace) -> int:
         doc: dict[str, Any] = {"violations": [v.model_dump(mode="json") for v in shown],
                                "summary": summary.to_dict(), "input": {**counts, **extra},
                                "unread_spans": unread, "fragmented_spans": fragmented,
+                               "stitched_fragments": stitched, "unstitched_fragments": unstitched,
                                "unchecked_calls": unchecked.rows()}
         if judging is not None:
             doc["judge"] = judging.write(args.judgements, "json", sys.stdout)
         print(json.dumps(doc, indent=2))
     return 1 if summary.critical else 0
+
+
+def fragment_counts(stats: dict[str, Any]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Pieces of runs (a trace each) put back together, by scope; and left apart, by scope and reason."""
+    unstitched: dict[str, dict[str, int]] = {}
+    for (scope, reason), n in sorted(stats.get("fragments_unstitched", {}).items()):
+        unstitched.setdefault(scope, {})[reason] = n
+    return dict(sorted(stats.get("fragments_stitched", {}).items())), unstitched
 
 
 def no_spans_message(counts: dict[str, int]) -> str | None:

@@ -22,6 +22,7 @@ from ..scoring.report import document as report
 from ..scoring.score import score_run
 from ..scoring.store import RunStore
 from .check_policy import load_policy
+from .replay import fragment_counts
 
 HELP = "Score recorded runs against reference trajectories (cases file); report pass^k, cost and a gate."
 
@@ -271,6 +272,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
             _err(f"{n} runs name case {cid!r}, which the cases file does not have")
     unread = dict(sorted(got.engine_stats.get("unread", {}).items()))
     fragmented = dict(sorted(got.engine_stats.get("fragmented", {}).items()))
+    stitched, unstitched = fragment_counts(got.engine_stats)
     if not args.quiet:  # what no score can see: said, and in the report's summary
         for scope, n in unread.items():
             _err(f"{n} unread spans of instrumentation scope {scope!r}: they look like agent work, read as nothing")
@@ -282,6 +284,7 @@ def score_files(paths: Sequence[str], cases: list[ResolvedCase], policy: Policy,
                  f"{row['framework']} records them with {row['setting']})")
     extra = {"runs": sum(r.n for r in results), "unbound_runs": unbound, "unknown_cases": dict(unknown),
              "unread_spans": unread, "fragmented_spans": fragmented, "unchecked_calls": unchecked.rows(),
+             "stitched_fragments": stitched, "unstitched_fragments": unstitched,
              "unbound": {"listed": unbound_runs, "not_listed": unbound + sum(unknown.values()) - len(unbound_runs)},
              "input": counts}
     doc = report.build(results, k=args.k, threshold=args.threshold, k_max=args.k_max,

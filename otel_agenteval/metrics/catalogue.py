@@ -136,6 +136,15 @@ FRAGMENTED_SPANS = Declared("agenteval_fragmented_spans",
                             "instrumentation does not propagate context): tool calls with no agent around them, "
                             "and, once a scope sends those, its lone model calls and workflows; by "
                             "instrumentation scope.", ("scope",), otel="agenteval.fragmented_spans", unit="{span}")
+FRAGMENTS_STITCHED = Declared("agenteval_fragments_stitched",
+                              "Pieces of agent runs, each a trace of its own, put back into one run because one "
+                              "piece's time window holds all the others (engine/fragments/), by instrumentation "
+                              "scope.", ("scope",), otel="agenteval.fragments_stitched", unit="{span}")
+FRAGMENTS_UNSTITCHED = Declared("agenteval_fragments_unstitched",
+                                "Pieces of agent runs, each a trace of its own, left apart (read as today's "
+                                "fragments), by instrumentation scope and reason: concurrent (runs overlapping in "
+                                "time), alone (no piece around or in it), buffer_full (held pieces' bound reached).",
+                                ("scope", "reason"), otel="agenteval.fragments_unstitched", unit="{span}")
 STEPS_DROPPED = Declared("agenteval_steps_dropped",
                          "Tool steps not kept because a trajectory hit max_steps_per_trajectory (still counted).",
                          otel="agenteval.steps_dropped", unit="{step}")

@@ -101,6 +101,14 @@ class SelfCollector(Collector):
         for scope, n in sorted(s["fragmented"].items()):
             fragmented.add_metric((scope,), n)
         yield fragmented
+        stitched = _family(m.FRAGMENTS_STITCHED)
+        for scope, n in sorted(s["fragments_stitched"].items()):
+            stitched.add_metric((scope,), n)
+        yield stitched
+        unstitched = _family(m.FRAGMENTS_UNSTITCHED)
+        for (scope, reason), n in sorted(s["fragments_unstitched"].items()):
+            unstitched.add_metric((scope, reason), n)
+        yield unstitched
         yield _family(m.STEPS_DROPPED, s["steps_dropped"])
         yield _family(m.OPEN_SPANS_DROPPED, s["routes_dropped"])
         dropped = _family(m.SPANS_DROPPED)
