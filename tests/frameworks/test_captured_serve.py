@@ -43,7 +43,8 @@ def test_every_capture_through_serve_agrees_with_the_live_processor(tmp_path: Pa
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(POLICY)
     names = sorted([*CASES, *GATEWAYS])  # round 3 too (CASES holds them)
-    with serve_process("--policy", str(policy_file), "--grace", "0.3", "--no-log-violations") as (_, info):
+    with serve_process("--policy", str(policy_file), "--grace", "0.3", "--fragment-linger", "0.3",
+                       "--no-log-violations") as (_, info):
         port = info["http_port"]
         traces = 0
         for i, name in enumerate(names):

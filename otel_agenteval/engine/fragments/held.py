@@ -242,7 +242,8 @@ class HeldFragments:
         return self._as_they_came(key, held, reason)
 
     def _as_they_came(self, key: tuple[str, str], held: list[_Held], reason: str | None) -> list[list[StitchedSpan]]:
-        if reason is not None and self._of_a_run(held):
+        # in process only watched scopes' pieces are held: every one the bound plays is counted
+        if reason is not None and (self._of_a_run(held) or (reason == BUFFER_FULL and self.on_quiet)):
             self._count("fragments_unstitched", held[0].span, len(held), reason)
         return [[StitchedSpan(h.span, h.span._context[0], None)] for h in held]
 
