@@ -18,12 +18,12 @@ Past ``max_pieces`` held, the scope holding the oldest piece is played as it cam
 from __future__ import annotations
 
 from collections import OrderedDict
-from operator import attrgetter
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, Final
 
-from ...reading.spanfields import PublicSpanFields, SpanIds
 from ...reading.extract import LLM, TOOL
+from ...reading.spanfields import PublicSpanFields, SpanIds
 from ...reading.spans import register_span_type
 from ...reading.unread import MAX_SCOPES, OTHER_SCOPE, is_workflow_root, scope_of
 from .stitch import BUFFER_FULL, Group, Piece, clusters, decide
