@@ -104,21 +104,28 @@ class HeldFragments:
 
     # --- in process: roots starting and ending ----------------------------------------------------
     def root_started(self, span: Any, service: str, attrs: dict[str, Any]) -> None:
-        """A local root started: remembered while open if its scope is watched or it is a workflow."""
+        """A local root started: remembered while open if its scope is watched or it is a workflow;
+        a root starting while a workflow root of its scope is open makes the scope watched."""
         if type(span) is StitchedSpan or not self.on_quiet:
             return
+        workflow = bool(attrs) and is_workflow_root(attrs)
+        if not workflow and not self.open:
+            return  # the usual case: no workflow root seen in this process
         key = key_of(service, span)
-        if key not in self.watched:
-            if not (attrs and is_workflow_root(attrs)):
-                return
-            if self.open.get(key) and len(self.watched) < MAX_KEYS:
-                self.watched.add(key)  # a root inside an open workflow root of its scope
-        roots = self.open.get(key)
-        if roots is None:
-            roots = self.open[key] = {}
-        roots[span._context[1]] = span._start_time or 0
-        if len(roots) > MAX_OPEN_ROOTS:
-            roots.pop(next(iter(roots)))
+        with self.store.lock:
+            roots = self.open.get(key)
+            if key not in self.watched:
+                if roots and len(self.watched) < MAX_KEYS:
+                    self.watched.add(key)  # a root inside an open workflow root of its scope
+                elif not workflow:
+                    return
+            if roots is None:
+                if len(self.open) >= MAX_KEYS:
+                    return
+                roots = self.open[key] = {}
+            roots[span._context[1]] = span._start_time or 0
+            if len(roots) > MAX_OPEN_ROOTS:
+                roots.pop(next(iter(roots)))
 
     def root_ended(self, span: Any, kind: str | None, attrs: dict[str, Any], run: Any, now: int) -> bool:
         """A local root ended (``run``: its run): True when it is held as a piece of a run. A piece:
