@@ -19,6 +19,7 @@ COMPILED_MODULES = (  # by stage, as the package is laid out
     "reading.span_values",
     "reading.spans",
     "reading.tool_steps",
+    "rules.taint_flow",
     "engine.assemble",
     "engine.dispatch",
     "engine.engine",

@@ -13,7 +13,7 @@ from typing import Any, Final
 from ..model.trajectory import Trajectory
 from ..model.violation import Violation
 from ..reading import confirmations, extract
-from ..rules import Check, Finish, taint
+from ..rules import Check, Finish, taint_flow
 from .assemble import Assembler, keep_first
 from .dispatch import Dispatch
 
@@ -62,7 +62,7 @@ def finish(t: Trajectory, reason: str, end_ns: int, check: Check | None, dispatc
     if t.conversation is not None:
         _carry_over(t, needs_content)
     if dispatch.taint:
-        taint.carry_over(t, dispatch.policy)
+        taint_flow.carry_over(t, dispatch.policy)
     t.finished = True
     extra = t.extra
     for key in _SPAN_HOLDERS:

@@ -1,0 +1,219 @@
+"""``tainted_argument``'s path at a write, compiled with the hot path: the call's sink values, their
+tokens looked up in the run's and the conversation's tool results, and a run's tokens carried into
+its conversation at its end. :mod:`.taint` is the rule around it (what it says of a hit).
+
+A write whose sink values hold no identifier (most of them) is decided without making an object.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..model.trajectory import ToolStep, Trajectory
+from ..policy.policy import Policy
+from ..reading import provenance as pv
+from ..reading.content import messages_of
+from ..reading.span_values import result_text
+from .check import Check
+
+KEY: Final = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
+TRUSTED: Final = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
+MAX_PENDING_TURNS: Final = 4  # finished turns whose results were not read yet, kept by their conversation
+_WHOLE_VALUES: Final = {"iban": "iban", "email": "email", "phone": "phone", "account_id": "word", "password": "word"}
+
+
+class Hit:
+    """A sink argument whose value came from an untrusted tool result no one vouched for."""
+
+    __slots__ = ("arg", "hops", "kind", "normal", "severity", "source")
+
+    def __init__(self, arg: str, kind: str, normal: str, source: pv.Source, hops: int, severity: str) -> None:
+        self.arg = arg
+        self.kind = kind
+        self.normal = normal  # the value as compared (reported by its hash unless ``show_values``)
+        self.source = source
+        self.hops = hops  # how far the user's words are from the source (0: not pointed at)
+        self.severity = severity
+
+
+def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]] | None:
+    """The tokens a sink value is looked up by, and (for reports) the normalised values; ``None``
+    for free text with no identifier in it (a cheap test first)."""
+    if kind == "url":
+        normal = pv.normal_url(value)
+        host = pv.url_host(normal)
+        return [pv.token("url", normal), pv.token("url", host)], [normal, host]
+    as_kind = _WHOLE_VALUES.get(kind)
+    if as_kind is not None:
+        normal = pv.normal_value(as_kind, value)
+        return [pv.token(as_kind, normal)], [normal]
+    found = pv.identifiers(value)
+    if not found:
+        return None
+    return [pv.token(k, v) for k, v in found], [v for _, v in found]
+
+
+def sink_kind(taint: Any, declared: dict[str, str] | None, write: bool, arg: str) -> str | None:
+    """The type an argument is compared as, or ``None``: not a sink."""
+    kind = declared.get(arg) if declared is not None else None
+    if kind is None and taint.default_sinks:
+        return "url" if arg.lower() in taint.url_names else "text" if write else None
+    return kind
+
+
+def hits(event: ToolStep, check: Check) -> list[Hit] | None:
+    """The call's sink arguments whose values first appeared in untrusted results: the rule's findings."""
+    t = check.trajectory
+    conv = t.conversation
+    if not t.steps and (conv is None or KEY not in conv.extra):
+        return None
+    policy = check.policy
+    taint = policy.taint
+    declared, write = policy.sinks_for(event.tool)
+    if declared is None and not write:
+        raw = event.raw_arguments
+        if not taint.default_sinks or isinstance(raw, str) and taint.url_argument.search(raw) is None:
+            return None  # one search of the raw arguments: most reads have no URL argument
+    out: list[Hit] | None = None
+    own: pv.Provenance | None = None
+    earlier: pv.Provenance | None = None
+    trusted: tuple[set[int], str] | None = None
+    for arg, value in event.arguments.items():
+        if not isinstance(value, str) or not value:
+            continue
+        kind = sink_kind(taint, declared, write, arg)
+        if kind is None:
+            continue
+        looked_up = value_tokens(kind, value)
+        if looked_up is None:  # a value with no identifier in it can come from nowhere we can tell
+            continue
+        tokens, normals = looked_up
+        if own is None:
+            own = _provenance(policy, t)
+            earlier = _conversation(policy, t)
+        hit: pv.Source | None = None
+        hit_at = -1
+        vouched = False  # a trusted result holds the value (or its host): clean
+        for i, tok in enumerate(tokens):
+            for store in (own, earlier):
+                src = store.tokens.get(tok) if store is not None else None
+                if src is None:
+                    continue
+                if src.trusted:
+                    vouched = True
+                elif hit is None:
+                    hit, hit_at = src, i
+        if hit is None or vouched:
+            continue
+        if trusted is None:
+            trusted = _trusted(t, event.start_ns)
+        if any(tok in trusted[0] for tok in tokens) or _confirmed(t, event, arg, value):
+            continue
+        stores = [own] if earlier is None else [own, earlier]
+        hops = pv.pointed(hit, trusted[1], stores, taint.pointing_hops)
+        severity = severity_of(hops, hit.instructs, taint.plain_pointed)
+        if severity != "critical" and check.preview is not None:
+            continue  # the guard stops the injected action; a warning is reported once the call ran
+        if out is None:
+            out = []
+        out.append(Hit(arg, kind, normals[hit_at], hit, hops, severity))
+    return out
+
+
+def severity_of(hops: int, instructs: int, plain: str) -> str:
+    """Critical: content nobody pointed at, or instruction-shaped content reached through what the
+    user pointed at; a warning: instruction-shaped content the user named; else ``plain``
+    (``taint.plain_pointed``)."""
+    if not hops or instructs and hops > 1:
+        return "critical"
+    return "warning" if instructs else plain
+
+
+def _provenance(policy: Policy, t: Trajectory) -> pv.Provenance:
+    """The run's tokens, its results read up to now (each once)."""
+    prov: pv.Provenance | None = t.extra.get(KEY)
+    if prov is None:
+        prov = t.extra.setdefault(KEY, pv.Provenance(policy.taint.max_bytes))
+    steps = t.steps
+    while (i := prov.cursor) < len(steps):  # the guard may read alongside the processor: at worst twice
+        prov.cursor = i + 1
+        s = steps[i]
+        _read(prov, policy, s.tool, s.span_id, s.arguments, result_text(s.raw_result))
+    return prov
+
+
+def _read(prov: pv.Provenance, policy: Policy, tool: str, span_id: int, arguments: dict[str, Any],
+          text: str | None) -> None:
+    if not text:
+        return
+    taint = policy.taint
+    trusted: frozenset[str] | None = None if tool in taint.trusted_tools else frozenset(
+        taint.trusted_fields.get(tool, ()))
+    prov.read(tool, span_id, arguments, text, trusted, taint.needs_words, taint.instructs)
+
+
+def _conversation(policy: Policy, t: Trajectory) -> pv.Provenance | None:
+    conv = t.conversation
+    if conv is None:
+        return None
+    prov: pv.Provenance | None = conv.extra.get(KEY)
+    if prov is not None and prov.pending:
+        for turn in prov.pending:
+            for s in turn.steps[turn.start:]:
+                _read(prov, policy, s.tool, s.span_id, s.arguments, result_text(s.raw_result))
+        prov.pending = []
+    return prov
+
+
+def _trusted(t: Trajectory, before_ns: int) -> tuple[set[int], str]:
+    """Tokens and lower-cased text of the user's messages and the system prompt seen by the latest
+    model call before ``before_ns`` (cached per call)."""
+    for key in ("last_chat", "prev_chat"):
+        chat = t.extra.get(key)
+        if chat is not None and chat[0] <= before_ns:
+            cached = t.extra.get(TRUSTED)
+            if cached is not None and cached[0] is chat[1]:
+                return cached[1], cached[2]
+            msgs = messages_of(chat[1]) or []
+            text = "\n".join(m.text for m in msgs if m.role in ("user", "system") and m.text)
+            tokens, lowered = pv.trusted_tokens(text), text.lower()
+            t.extra[TRUSTED] = (chat[1], tokens, lowered)
+            return tokens, lowered
+    return set(), ""
+
+
+def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
+    """Whether a kept confirmation for this tool showed this value of ``arg``."""
+    conv = t.conversation
+    for store in (t.extra, conv.extra if conv is not None else {}):
+        for conf in store.get("confirmations", ()):
+            shown = getattr(conf, "args", {}).get(arg)
+            if getattr(conf, "tool", None) in (step.tool, None) and isinstance(shown, str) and \
+                    " ".join(shown.split()).lower() == " ".join(value.split()).lower():
+                return True
+    return False
+
+
+def carry_over(t: Trajectory, policy: Policy) -> None:
+    """At a run's end (called by the engine when taint is on): its tokens, and its steps not read yet
+    (by reference), go to its conversation; what its bounds trimmed is counted on the run."""
+    own: pv.Provenance | None = t.extra.get(KEY)
+    conv = t.conversation
+    if conv is None or not t.steps:
+        if own is not None:
+            t.state_dropped += own.trimmed  # counted by the engine as state not kept
+        return
+    prov: pv.Provenance | None = conv.extra.get(KEY)
+    if prov is None:
+        prov = conv.extra[KEY] = pv.Provenance(policy.taint.max_bytes)
+    start = 0
+    if own is not None:
+        prov.merge(own)
+        prov.trimmed += own.trimmed
+        start = own.cursor
+    if start < len(t.steps):
+        prov.pending.append(pv.PendingTurn(t.steps, start))
+        if len(prov.pending) > MAX_PENDING_TURNS:
+            prov.trimmed += len(prov.pending.pop(0).steps)
+    t.state_dropped += prov.trimmed - prov.counted
+    prov.counted = prov.trimmed
