@@ -75,6 +75,7 @@ def test_processor_reads_one_run_and_counts_the_pieces_stitched(monkeypatch: Any
     assert live(run) == WANT
     assert sample(run, "agenteval_fragments_stitched_total", scope=SCOPE) == SPAN_COUNT
     assert run.processor.engine.stats["fragmented"] == {} and run.processor.engine.fragments.size == 0
+    assert sum(run.processor.engine.stats["spans"].values()) == SPAN_COUNT  # a held piece counted once, when played
     assert [c for c in logs.calls if c.args[0].startswith("agenteval.fragmented")] == []
 
 
