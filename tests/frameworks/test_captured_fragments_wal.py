@@ -145,3 +145,28 @@ def test_held_pieces_count_in_the_memory_budget_and_past_it_are_played_as_they_c
 
     assert sample("agenteval_fragments_unstitched_total", scope=SCOPE, reason="memory") == SPAN_COUNT  # the first
     assert sample("agenteval_fragments_stitched_total", scope=SCOPE) == SPAN_COUNT  # the second, at the drain
+
+
+def test_near_the_logs_bound_pieces_holding_its_oldest_segment_are_played_as_they_came(tmp_path: Path) -> None:
+    """Held pieces never make the log refuse requests: above 80% of ``--wal-max-bytes`` with its
+    oldest segment held back by pieces alone, their scope is played as it came, counted."""
+    from otel_agenteval.receiver import Receiver, ServeConfig
+
+    bodies = [encode_spans(capture()).SerializeToString(),
+              encode_spans(copy_of(capture(), 10**9, 0x5A5A)).SerializeToString()]
+    size = max(len(b) for b in bodies) + 64
+    # a segment a request; the two requests take above 80% of the log
+    cfg = ServeConfig(grpc_port=0, http_port=0, metrics_port=0, grace_s=0.1, idle_s=60, fragment_linger_s=60,
+                      log_violations=False, max_body_bytes=size, wal_dir=str(tmp_path), wal_max_bytes=2 * size,
+                      wal_segment_bytes=size // 2)
+    r = Receiver(cfg, POLICY, registry=CollectorRegistry()).start()
+    try:
+        for body in bodies:
+            assert post(f"http://127.0.0.1:{r.ports.http}/v1/traces", body, PB)[0] == 200
+        wait_until(lambda: r.pipeline.feeder.held_spans == 0 and r.pipeline.engine.fragments.size == 2 * SPAN_COUNT,
+                   what="both runs' pieces held")
+        s = scrape(r.ports.metrics)  # a checkpoint
+        assert value(s, "agenteval_fragments_unstitched_total", scope=SCOPE, reason="buffer_full") == 2 * SPAN_COUNT
+        assert value(s, "agenteval_receiver_held_spans") == 0 and value(s, "agenteval_wal_bytes") < size
+    finally:
+        r.stop()
