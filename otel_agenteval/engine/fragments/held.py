@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from ...reading.extract import LLM, TOOL
 from ...reading.unread import MAX_SCOPES, OTHER_SCOPE, is_workflow_root, scope_of
+from .naming import stitched_trace
 from .stitch import BUFFER_FULL, Group, Piece, clusters, decide
 from .stitched import StitchedSpan, play
 
@@ -238,7 +239,7 @@ class HeldFragments:
             first = held[0].span
             tid = first._context[0]
             self._count("fragments_stitched", first, len(held))
-            return [[StitchedSpan(h.span, tid, group.parents.get(h.piece.span_id)) for h in held]]
+            return [stitched_trace(held, group.parents, tid)]  # a class-named tool step named where one can tell
         return self._as_they_came(key, held, reason)
 
     def _play(self, key: tuple[str, str], held: list[_Held], reason: str) -> list[list[StitchedSpan]]:
