@@ -195,8 +195,13 @@ SITES: tuple[Mutant, ...] = (
            "a checkpoint deletes a segment of a run still open: a crash loses it"),
     Mutant("receiver/durability.py", "again = [s for s in batch.spans if s._context[0] not in played]",
            "again = list(batch.spans)", "runs already scraped are counted again after a crash"),
-    Mutant("receiver/durability.py", "if self._played and self._mark(self._played):",
-           "if self._played:", "played marks forgotten though they were not synced"),
+    Mutant("receiver/durability.py", "if len(held) == len(played) or self._mark(",
+           "if True or self._mark(", "played marks forgotten though they were not synced"),
+    Mutant("receiver/durability.py", "held = [tid for tid in played if feeder.holds(tid)]  # pieces of runs: marked once "
+           "played\n            if len(held) == len(played) or self._mark([tid for tid in played if not feeder.holds(tid)]):",
+           "held: list[int] = []\n            if self._mark(played):",
+           "a trace marked played while its pieces of a run are held: a crash loses them",
+           ("tests/frameworks/test_captured_fragments_wal.py",)),
     Mutant("receiver/durability.py", "if queue.spans + len(spans) > queue.capacity:",
            "if queue.spans > queue.capacity:", "a request the queue refuses is logged anyway"),
     # --- receiver: decoding -------------------------------------------------------------------------

@@ -313,7 +313,17 @@ def overview() -> dash.Dashboard:
                         "Spans that look like agent work (gen_ai.*, llm.*, ai.*, traceloop.*, haystack.*, OpenInference) "
                         "but were read as no tool call, model call or agent run, by instrumentation scope: a framework "
                         "the checks cannot see (the processor's log says what to do, once per scope).", "short",
-                        q(f"sum by (scope) (rate(agenteval_unread_spans_total[{RI}]))", "{{scope}}"), w=24, h=7)))
+                        q(f"sum by (scope) (rate(agenteval_unread_spans_total[{RI}]))", "{{scope}}"), w=24, h=7))
+         .with_panel(ts("Runs in pieces: spans/s by scope",
+                        "Pieces of runs arriving each as a trace of its own (the app's instrumentation does not "
+                        "propagate context): read apart (the runs counted wrong), put back together by time, and "
+                        "not put back together by why (concurrent: runs at once; buffer_full, memory: a bound on "
+                        "what is held was reached).", "short",
+                        q(f"sum by (scope) (rate(agenteval_fragmented_spans_total[{RI}]))", "read apart: {{scope}}", "A"),
+                        q(f"sum by (scope) (rate(agenteval_fragments_stitched_total[{RI}]))",
+                          "put back together: {{scope}}", "B"),
+                        q(f"sum by (scope, reason) (rate(agenteval_fragments_unstitched_total[{RI}]))",
+                          "not put back together: {{scope}} ({{reason}})", "C"), w=24, h=7)))
     return d
 
 

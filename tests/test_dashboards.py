@@ -82,7 +82,7 @@ def test_panels_cover_the_overview() -> None:
               "Violations/s by rule and agent", "Violations in range by rule and agent", "Top tools by calls",
               "Top tools by errors", "Tool-error recovery", "Redundant calls/s", "Processor errors/s",
               "Evictions, late spans and dropped steps", "Scrape target up", "Monitor health",
-              "Share of runs calling each tool", "Looping runs/s"]
+              "Share of runs calling each tool", "Looping runs/s", "Runs in pieces: spans/s by scope"]
     assert [t for t in wanted if t not in titles] == []
     kinds = {p["title"]: p["type"] for p in _panels(_dashboard())}
     assert kinds["Tool calls per trajectory"] == "heatmap"
@@ -118,7 +118,7 @@ def test_agent_queries_honour_both_variables() -> None:
             name, labels = selector
             per_agent = not name.startswith(("agenteval_spans", "agenteval_late", "agenteval_steps_dropped",
                                              "agenteval_processor", "agenteval_open", "agenteval_conversations",
-                                             "agenteval_trajectories_evicted", "agenteval_unread",
+                                             "agenteval_trajectories_evicted", "agenteval_unread", "agenteval_fragment",
                                              "agenteval_judge"))  # the judge's: by dimension, not agent
             if per_agent:
                 assert 'service_name=~"$service_name"' in labels and 'agent_name=~"$agent_name"' in labels, \
@@ -154,5 +154,19 @@ def test_every_metric_named_is_exported(make_processor: Any) -> None:
     j.run("support", [("lookup_order", {"order_id": "1"})])
     assert j.processor.judging is not None and j.processor.judging.queue.drain(10)
     exported |= {s.name for family in j.registry.collect() for s in family.samples}
+    # pieces of runs, each a trace of its own: a workflow with a tool call inside it (put back
+    # together), then two at once (not put back together, read apart)
+    f: Harness = make_processor(ISSUE_POLICY)
+    workflow = {"gen_ai.operation.name": "workflow"}
+    for starts in ((0,), (10, 10.5)):
+        roots = [f.start("workflow graph", None, at, workflow) for at in starts]
+        for at in starts:
+            tool = f.start("execute_tool lookup_order", None, at + 0.2, {
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order"})
+            f.end(tool, at + 0.3)
+        for i, root in enumerate(roots):
+            f.end(root, starts[i] + 1)
+    f.processor.force_flush()
+    exported |= {s.name for family in f.registry.collect() for s in family.samples}
     named = {m for _, t in _targets(_dashboard()) for m in re.findall(r"\bagenteval_\w+", t["expr"])}
     assert named - exported == set()

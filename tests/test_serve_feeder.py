@@ -131,6 +131,7 @@ class _Calls:
     """Records the engine calls of a play (plain Python build: the compiled feeder takes an Engine)."""
 
     open_trajectories = 0
+    size = bytes = 0  # no pieces of runs held here
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
@@ -138,6 +139,9 @@ class _Calls:
 
     def settle_now(self, idle_ns: int | None = None) -> None:
         pass
+
+    def holds(self, tid: int) -> bool:
+        return False
 
     def start(self, span) -> None:
         self.calls.append(("start", span._context[1]))

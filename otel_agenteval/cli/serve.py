@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     while not stop.wait(1.0):
         pass
     print(json.dumps({"event": "draining", "queued_spans": receiver.pipeline.queue.spans,
-                      "held_spans": receiver.pipeline.feeder.held_spans}), file=sys.stderr, flush=True)
+                      "held_spans": receiver.pipeline.feeder.held_spans + receiver.pipeline.engine.fragments.size}), file=sys.stderr, flush=True)
     receiver.stop(args.drain_timeout, args.shutdown_delay)
     if judging is not None:
         judging.close()

@@ -18,6 +18,8 @@ from ..reading.unread import UNKNOWN_SCOPE
 from . import catalogue as m
 from .series import PlainCounter, PlainHistogram
 
+UNSTITCHED_REASONS = ("alone", "buffer_full", "concurrent", "memory")  # engine/fragments/: why pieces were left apart
+
 
 def _family(d: m.Declared, value: float | None = None) -> CounterMetricFamily:
     """A counter family as ``d`` declares it (a single value: a family without labels)."""
@@ -97,16 +99,15 @@ class SelfCollector(Collector):
         for scope, n in sorted(counts.items()):
             unread.add_metric((scope,), n)
         yield unread
-        fragmented = _family(m.FRAGMENTED_SPANS)
-        for scope, n in sorted(s["fragmented"].items()):
-            fragmented.add_metric((scope,), n)
-        yield fragmented
-        stitched = _family(m.FRAGMENTS_STITCHED)
-        for scope, n in sorted(s["fragments_stitched"].items()):
-            stitched.add_metric((scope,), n)
-        yield stitched
+        # pieces of runs, a trace each: as unread spans, one series of each from the start
+        for declared, key in ((m.FRAGMENTED_SPANS, "fragmented"), (m.FRAGMENTS_STITCHED, "fragments_stitched")):
+            family = _family(declared)
+            for scope, n in sorted({UNKNOWN_SCOPE: 0, **s[key]}.items()):
+                family.add_metric((scope,), n)
+            yield family
         unstitched = _family(m.FRAGMENTS_UNSTITCHED)
-        for (scope, reason), n in sorted(s["fragments_unstitched"].items()):
+        for (scope, reason), n in sorted({**{(UNKNOWN_SCOPE, r): 0 for r in UNSTITCHED_REASONS},
+                                          **s["fragments_unstitched"]}.items()):
             unstitched.add_metric((scope, reason), n)
         yield unstitched
         yield _family(m.STEPS_DROPPED, s["steps_dropped"])

@@ -15,6 +15,15 @@ nobody scrapes still frees its log) and whenever the log is above :data:`PRESSUR
 Then the oldest segments none of whose traces is still held are dropped; played traces that
 still have spans in later segments (late spans) are marked again first.
 
+Pieces of runs arriving a trace each are held by the engine after their trace is played, until
+their group is complete (``--fragment-linger``, engine/fragments/): such a trace is marked played
+only once its pieces are played, and holds its segments back meanwhile, as a held trace does. So
+after a crash its spans are held again and the run is put back together as if it had not. The
+hold is bounded (its pieces, the linger, the memory budget); and when the log is above
+:data:`PRESSURE` of its bound with its oldest segment held back by pieces alone, those pieces are
+played as they came (``agenteval_fragments_unstitched_total{reason="buffer_full"}``) rather than
+have the log refuse requests.
+
 Recovered spans are counted in the memory budget (``--memory-limit-mib``) at what their listener
 counted them (:func:`.memory.span_bytes`); past the held share the oldest traces are played at
 once (``memory``) and marked played like any other. A request refused before it is logged (the
@@ -32,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.metrics_core import Metric
 
+from ..engine.fragments.stitch import BUFFER_FULL
 from ..metrics.catalogue import (
     WAL_BYTES,
     WAL_CAPACITY,
@@ -192,15 +202,21 @@ class Durability:
                 self.pipeline.counters.errors.labels("wal").inc()
 
     def checkpoint(self) -> None:
-        """Mark the traces played since the last one (synced), then drop finished segments. While
-        the disk refuses writes the segment being written is closed first, so it can go too."""
+        """Mark the traces played since the last one (synced) but those whose pieces the engine
+        still holds, then drop finished segments. While the disk refuses writes the segment being
+        written is closed first, so it can go too."""
         self._last_checkpoint = time.monotonic()
         if self.log.refusing_since:
             self.log.rotate()
-        if self._played and self._mark(self._played):  # not synced: kept for the next checkpoint
-            self._played.clear()
         closed = self.log.closed_segments()
         feeder = self.pipeline.feeder
+        if closed and (self.log.bytes > PRESSURE * self.log.max_bytes or self.log.refusing_since):
+            self._free(closed[0])
+        played = self._played
+        if played:
+            held = [tid for tid in played if feeder.holds(tid)]  # pieces of runs: marked once played
+            if len(held) == len(played) or self._mark([tid for tid in played if not feeder.holds(tid)]):
+                played[:] = held  # not synced: all kept for the next checkpoint
         n = 0
         for seg in closed:
             if any(feeder.holds(tid) for tid in seg.tids):
@@ -215,6 +231,13 @@ class Durability:
         if again and not self._mark(again):  # played, with spans in segments that stay: marked again
             return
         self.log.drop_oldest(n)
+
+    def _free(self, seg: Any) -> None:
+        """The log near its bound: pieces of runs that alone hold back its oldest segment played as they came."""
+        pieces = self.pipeline.engine.fragments
+        holding = {tid for tid in seg.tids if self.pipeline.feeder.holds(tid)}
+        if holding and all(pieces.holds(tid) for tid in holding):
+            pieces.shed(BUFFER_FULL, holding)
 
     def _mark(self, tids: Iterable[int]) -> bool:
         """Mark traces played, synced (past the bound: marks are small, and free the log)."""

@@ -10,6 +10,10 @@ spans held while their traces complete are counted against one limit.
 - Held spans may take at most :data:`HELD_SHARE` of the limit: past it the trace held the longest
   is played at once, its open runs finishing as ``incomplete``
   (``agenteval_receiver_traces_total{reason="memory"}``), so held traces never shut intake out.
+  Pieces of runs held by the engine after their trace is played (engine/fragments/) count in
+  that share at what their trace was counted at; when they take more of it than the held traces,
+  the scope holding the oldest piece is played as it came instead
+  (``agenteval_fragments_unstitched_total{reason="memory"}``).
 
 Spans count the bytes they came in (protobuf: what their strings take once decoded) plus
 :data:`SPAN_OVERHEAD` for the objects around them (measured: ~750 bytes a span decoded, with

@@ -142,8 +142,7 @@ class Pipeline:
 
     def __init__(self, policy: Policy, registry: CollectorRegistry, *, queue_spans: int, grace_s: float,
                  idle_s: float, max_held_spans: int, log_violations: bool = True, memory_limit: int = UNBOUNDED,
-                 fragment_linger_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic,
+                 fragment_linger_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  on_violation: tuple[Callable[[Violation], None], ...] = (),
                  on_trajectory: tuple[Callable[[Trajectory], None], ...] = ()) -> None:
         self.policy = policy
@@ -151,7 +150,8 @@ class Pipeline:
                                 log_violations=log_violations, one_caller=True)  # one thread at a time: the turn
         self.engine = monitor.engine
         self.metrics = monitor.metrics
-        self.memory = MemoryBudget(memory_limit, lambda: self.queue.nbytes + self.feeder.held_bytes)
+        pieces = self.engine.fragments  # pieces of runs, a trace each, held after their trace is played
+        self.memory = MemoryBudget(memory_limit, lambda: self.queue.nbytes + self.feeder.held_bytes + pieces.bytes)
         self.feeder = LiveFeeder(self.engine, max_held_spans, clock=clock, grace_s=grace_s, idle_s=idle_s,
                                  max_bytes=self.memory.held_limit, fragment_linger_s=fragment_linger_s)
         self.queue = IngestQueue(queue_spans)
@@ -159,7 +159,7 @@ class Pipeline:
         registry.register(SelfCollector(self._stats, self.metrics))
         c.queue_capacity.set(queue_spans)
         c.queue_spans.set_function(lambda: self.queue.spans)
-        c.held_spans.set_function(lambda: self.feeder.held_spans + self.engine.fragments.size)
+        c.held_spans.set_function(lambda: self.feeder.held_spans + pieces.size)
         c.held_traces.set_function(lambda: self.feeder.held_traces)
         c.memory.labels("bodies").set_function(lambda: self.memory.bodies)
         c.memory.labels("spans").set_function(self.memory.spans)
@@ -215,7 +215,7 @@ class Pipeline:
         held_traces, open_runs = self.feeder.held_traces, self.engine.open_trajectories
         self.lost = {"runs": len(queued) + held_traces + open_runs, "queued_traces": len(queued),
                      "held_traces": held_traces, "open_runs": open_runs,
-                     "spans": self.queue.spans + self.feeder.held_spans}
+                     "spans": self.queue.spans + self.feeder.held_spans + self.engine.fragments.size}
         self.counters.drain_lost.labels("runs").inc(self.lost["runs"])
         self.counters.drain_lost.labels("spans").inc(self.lost["spans"])
         log.error("agenteval serve: the drain did not finish within %ss (--drain-timeout): %d runs not checked (%d "

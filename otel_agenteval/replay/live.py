@@ -7,7 +7,8 @@ pass with no new span (no root: the runs left open finish as ``incomplete``). A 
 one tree: a remote parent that is in the trace is made local, so the tool spans of another
 service join the agent's run; start and end calls keep parents before children even across
 skewed clocks. Past ``max_spans`` held spans the oldest trace is played at once (``capacity``), and
-past ``max_bytes`` held bytes too (``memory``; a batch's bytes are given to :meth:`LiveFeeder.hold`);
+past ``max_bytes`` held bytes too (``memory``; a batch's bytes are given to :meth:`LiveFeeder.hold`;
+the pieces of runs the engine holds, a trace each, count there too: the side holding more is shed);
 spans of a played trace are ``late``, and a span sent twice (a retry) is played once
 (``duplicates``), also when the retry comes after its trace was played (the span ids of the
 last :data:`RECENT_SPANS` played spans are kept: a client that retries after a replica's
@@ -95,8 +96,9 @@ class LiveFeeder:
         return len(self._traces)
 
     def holds(self, tid: int) -> bool:
-        """Whether spans of trace ``tid`` are held (not yet played)."""
-        return tid in self._traces
+        """Whether spans of trace ``tid`` are held (not yet played), here or as pieces of a run in
+        the engine (engine/fragments/)."""
+        return tid in self._traces or self._engine.fragments.holds(tid)
 
     def mark_played(self, tids: Iterable[int]) -> None:
         """Take these traces as played (recovered from a log): their spans from now on are late."""
@@ -136,8 +138,10 @@ class LiveFeeder:
         self._size = size
         while self._size > self._max and traces:
             self._finish(self._oldest(), "capacity")
-        while self._bytes > self._max_bytes and traces:
-            self._finish(self._oldest(), "memory")
+        pieces = self._engine.fragments
+        while self._bytes + pieces.bytes > self._max_bytes and (traces or pieces.size):
+            if not (pieces.bytes >= self._bytes and pieces.shed("memory")):
+                self._finish(self._oldest(), "memory")
         if self._size > self.stats["held_max"]:
             self.stats["held_max"] = self._size
 
@@ -211,6 +215,9 @@ class LiveFeeder:
         self._remember_spans(h.tid, spans)
         if self.played_ids is not None:
             self.played_ids.append(h.tid)
+        pieces = self._engine.fragments
+        pieces.weight = h.nbytes // len(spans) if spans else 0  # what a piece held in this play is counted at
         self.duplicates += play_tree(self._engine, spans)
+        pieces.weight = 0
         if self._engine.open_trajectories:  # no root came for them: incomplete
             self._engine.finalise_all(_LEFT_OPEN[reason])

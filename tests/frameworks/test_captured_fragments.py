@@ -75,6 +75,7 @@ def test_processor_reads_one_run_and_counts_the_pieces_stitched(monkeypatch: Any
     assert live(run) == WANT
     assert sample(run, "agenteval_fragments_stitched_total", scope=SCOPE) == SPAN_COUNT
     assert run.processor.engine.stats["fragmented"] == {} and run.processor.engine.fragments.size == 0
+    assert sum(run.processor.engine.stats["spans"].values()) == SPAN_COUNT  # a held piece counted once, when played
     assert [c for c in logs.calls if c.args[0].startswith("agenteval.fragmented")] == []
 
 
@@ -176,3 +177,26 @@ def test_captures_that_read_right_and_a_gateway_are_not_fragments(name: str) -> 
     assert stats["fragments_unstitched"] == {} and replayed_stats["fragments_unstitched"] == {}
     if name != NAME:
         assert stats["fragments_stitched"] == {} and replayed_stats["fragments_stitched"] == {}
+
+
+# --- the call that threw: named by the piece around it, when one answer fits -----------------------
+def _tools(spans: list[ReadableSpan]) -> list[str]:
+    return [step.tool for step in play_spans(spans, Run(policy=POLICY)).trajectories[0].steps]
+
+
+def test_the_failed_call_is_named_by_the_piece_around_it_only_when_one_answer_fits() -> None:
+    spans = capture()
+    assert _tools(spans) == ["lookup_order", "create_claim", "create_claim", "issue_refund"]
+    failed = next(s for s in spans if s.name.startswith("execute_tool") and not s.status.is_ok)
+    around = min((s for s in spans if s.name == "workflow RunnableSequence" and s.start_time <= failed.start_time
+                  and s.end_time >= failed.end_time), key=lambda s: s.end_time - s.start_time)
+    attrs = dict(around.attributes)
+    inp, out = json.loads(attrs["traceloop.entity.input"]), json.loads(attrs["traceloop.entity.output"])
+    call = inp["messages"][-1]["kwargs"]["tool_calls"][0]
+    # the same arguments asked of another tool in the same turn, and answered: which one threw cannot be told
+    inp["messages"][-1]["kwargs"]["tool_calls"].append({**call, "name": "hold_refund", "id": "call_9"})
+    out["messages"].append({**out["messages"][0], "kwargs": {**out["messages"][0]["kwargs"], "name": "hold_refund",
+                                                             "tool_call_id": "call_9"}})
+    attrs.update({"traceloop.entity.input": json.dumps(inp), "traceloop.entity.output": json.dumps(out)})
+    around._attributes = attrs
+    assert _tools(spans)[-1] == "DynamicStructuredTool"

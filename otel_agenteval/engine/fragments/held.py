@@ -12,61 +12,40 @@ front door's to say, as only it knows what it sees:
   linger (:meth:`HeldFragments.settle_idle`).
 
 Past ``max_pieces`` held, the scope holding the oldest piece is played as it came
-(``buffer_full``), and a later group whose window reaches back over those pieces is too.
+(``buffer_full``), and a later group whose window reaches back over those pieces is too; a door
+with a bound of its own sheds the same way (:meth:`HeldFragments.shed`: ``serve``'s memory
+budget, ``memory``; its write-ahead log near its bound). A held piece is counted nowhere until it
+is played (its span counted then), and a door may ask which traces' pieces are held
+(:meth:`HeldFragments.holds`: ``serve`` keeps them in its write-ahead log until played).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
-from operator import attrgetter
+from collections.abc import Callable, Collection
 from typing import Any, Final
 
 from ...reading.extract import LLM, TOOL
-from ...reading.spanfields import PublicSpanFields, SpanIds
-from ...reading.spans import register_span_type
 from ...reading.unread import MAX_SCOPES, OTHER_SCOPE, is_workflow_root, scope_of
+from .naming import stitched_trace
 from .stitch import BUFFER_FULL, Group, Piece, clusters, decide
+from .stitched import StitchedSpan, play
 
 MAX_PIECES: Final = 10_000  # pieces held, all scopes together
 MAX_OPEN_ROOTS: Final = 1024  # open roots remembered per watched scope (the oldest forgotten)
 MAX_KEYS: Final = 1024  # scopes remembered as watched or as flushed
 
 
-class StitchedSpan(PublicSpanFields):
-    """A held piece given back to the engine: the span's fields, in the trace and under the parent
-    its group gave it (its own trace and no parent when left as it came); never held again."""
-
-    __slots__ = ("_attributes", "_context", "_end_time", "_events", "_instrumentation_scope", "_name", "_parent",
-                 "_resource", "_start_time", "_status", "kind")
-
-    def __init__(self, span: Any, trace_id: int, parent_id: int | None) -> None:
-        self._context = SpanIds((trace_id, span._context[1], False))
-        self._parent = None if parent_id is None else SpanIds((trace_id, parent_id, False))
-        self._name = span._name
-        self._start_time = span._start_time
-        self._end_time = span._end_time
-        self._status = span._status
-        self._attributes = span._attributes
-        self._events = span._events
-        self._resource = span._resource
-        self._instrumentation_scope = getattr(span, "instrumentation_scope", None)
-        self.kind = getattr(span, "kind", None)
-
-    instrumentation_scope = property(attrgetter("_instrumentation_scope"))
-
-
-register_span_type(StitchedSpan)
-
-
 class _Held:
-    """One piece held: the span, its window (:class:`Piece`), whether it is a tool call."""
+    """One piece held: the span, its window (:class:`Piece`), whether it is a tool call, and the
+    bytes its door counts it at (``serve``'s memory budget; 0 in process)."""
 
-    __slots__ = ("piece", "span", "tool")
+    __slots__ = ("nbytes", "piece", "span", "tool")
 
-    def __init__(self, span: Any, tool: bool) -> None:
+    def __init__(self, span: Any, tool: bool, nbytes: int) -> None:
         self.span = span
         self.tool = tool
+        self.nbytes = nbytes
         self.piece = Piece(span._context[1], span._start_time or 0, span._end_time or 0, span._name or "")
 
 
@@ -89,7 +68,11 @@ class HeldFragments:
         self.end: Callable[[Any], None] = engine.end
         self.on_quiet = on_quiet
         self.max_pieces = max_pieces
+        self.spans = engine._spans  # a piece's span is counted when it is played, not when held
         self.size = 0
+        self.bytes = 0  # what the held pieces are counted at by their door
+        self.weight = 0  # ... set by the door before it plays a trace: what each of its spans is counted at
+        self.tids: dict[int, int] = {}  # trace id (as it came) -> its pieces held
         self.due: list[list[StitchedSpan]] = []  # decided, to play
         self.pieces: dict[tuple[str, str], list[_Held]] = {}  # by scope, in the order they came
         self.last: dict[tuple[str, str], int] = {}  # engine clock of each scope's last piece
@@ -99,8 +82,8 @@ class HeldFragments:
 
     def clear(self) -> None:
         """In a forked child: none of the parent's pieces or open roots."""
-        self.pieces, self.last, self.open, self.due, self.size = {}, {}, {}, [], 0
-        self.watched = set()
+        self.pieces, self.last, self.open, self.due, self.size, self.bytes = {}, {}, {}, [], 0, 0
+        self.watched, self.tids = set(), {}
 
     # --- in process: roots starting and ending ----------------------------------------------------
     def root_started(self, span: Any, service: str, attrs: dict[str, Any]) -> None:
@@ -145,9 +128,26 @@ class HeldFragments:
                 self.due += self.settle_quiet(key)
             if due:
                 self.due += due
+        if due is not None:  # counted when played
+            self._uncount(kind)
         if self.due:
             self.play_due()
         return due is not None
+
+    def holds(self, tid: int) -> bool:
+        """Whether a piece that came in trace ``tid`` is held (not yet played)."""
+        return tid in self.tids
+
+    def shed(self, reason: str, tids: Collection[int] | None = None) -> bool:
+        """A door's bound: the scope holding the oldest piece (or every scope holding a piece of
+        ``tids``) played as it came, counted with ``reason``; False when nothing is held."""
+        with self.store.lock:
+            keys = list(self.pieces)[:1] if tids is None else [
+                k for k, held in self.pieces.items() if any(h.span._context[0] in tids for h in held)]
+            for key in keys:
+                self.due += self._play(key, self.pieces.pop(key), reason)
+        self.play_due()
+        return bool(keys)
 
     def settle_now(self, idle_ns: int | None = None) -> None:
         """The door says: play every piece held (None), or those of scopes idle for ``idle_ns``."""
@@ -177,9 +177,13 @@ class HeldFragments:
         held = self.pieces.get(key)
         if held is None:
             held = self.pieces[key] = []
-        held.append(_Held(span, tool))
+        h = _Held(span, tool, self.weight)
+        held.append(h)
         self.last[key] = now
         self.size += 1
+        self.bytes += h.nbytes
+        tid = span._context[0]
+        self.tids[tid] = self.tids.get(tid, 0) + 1
         if self.size <= self.max_pieces:
             return []
         oldest = next(iter(self.pieces))
@@ -198,7 +202,6 @@ class HeldFragments:
         by_id = {h.piece.span_id: h for h in held}
         for cluster in clusters([h.piece for h in held]):
             if max(p.end_ns for p in cluster) < first_open:
-                self.size -= len(cluster)
                 out += self._decided(key, [by_id.pop(p.span_id) for p in cluster], decide(cluster))
         if not by_id:
             del self.pieces[key]
@@ -221,7 +224,6 @@ class HeldFragments:
             held = self.pieces.pop(k, None)
             self.last.pop(k, None)
             if held:
-                self.size -= len(held)
                 by_id = {h.piece.span_id: h for h in held}
                 for cluster in clusters([h.piece for h in held]):
                     out += self._decided(k, [by_id[p.span_id] for p in cluster], decide(cluster))
@@ -229,6 +231,7 @@ class HeldFragments:
 
     # --- what a decision plays ---------------------------------------------------------------------
     def _decided(self, key: tuple[str, str], held: list[_Held], group: Group) -> list[list[StitchedSpan]]:
+        self._release(held)
         reason = group.reason
         if reason is None and group.outermost.start_ns <= self.flushed.get(key, -1):
             reason = BUFFER_FULL  # its window reaches back over pieces already played as they came
@@ -236,11 +239,11 @@ class HeldFragments:
             first = held[0].span
             tid = first._context[0]
             self._count("fragments_stitched", first, len(held))
-            return [[StitchedSpan(h.span, tid, group.parents.get(h.piece.span_id)) for h in held]]
+            return [stitched_trace(held, group.parents, tid)]  # a class-named tool step named where one can tell
         return self._as_they_came(key, held, reason)
 
     def _play(self, key: tuple[str, str], held: list[_Held], reason: str) -> list[list[StitchedSpan]]:
-        self.size -= len(held)
+        self._release(held)
         self.last.pop(key, None)
         self.flushed[key] = max(self.flushed.get(key, 0), *(h.piece.end_ns for h in held))
         self.flushed.move_to_end(key)
@@ -253,6 +256,26 @@ class HeldFragments:
         if reason is not None and (self._of_a_run(held) or (reason == BUFFER_FULL and self.on_quiet)):
             self._count("fragments_unstitched", held[0].span, len(held), reason)
         return [[StitchedSpan(h.span, h.span._context[0], None)] for h in held]
+
+    def _release(self, held: list[_Held]) -> None:
+        """Pieces no longer held (decided, to play)."""
+        self.size -= len(held)
+        tids = self.tids
+        for h in held:
+            self.bytes -= h.nbytes
+            tid = h.span._context[0]
+            n = tids.pop(tid, 1) - 1
+            if n:
+                tids[tid] = n
+
+    def _uncount(self, kind: str | None) -> None:
+        spans = self.spans
+        if kind is TOOL:
+            spans.tool -= 1
+        elif kind is LLM:
+            spans.llm -= 1
+        else:
+            spans.other -= 1
 
     def _of_a_run(self, held: list[_Held]) -> bool:
         """Pieces of an agent run, not a gateway's model calls: a tool call among them, or a scope
@@ -269,22 +292,3 @@ class HeldFragments:
         if key not in counts and len(counts) >= MAX_SCOPES:
             key = OTHER_SCOPE if reason is None else (OTHER_SCOPE, reason)
         counts[key] = counts.get(key, 0) + n
-
-
-def play(trace: list[StitchedSpan], start: Callable[[Any], None], end: Callable[[Any], None]) -> None:
-    """A trace's starts and ends in time order (``trace``: parents before children): a parent starts
-    before its children at one time, and a child that ends just after its parent ends first."""
-    if len(trace) == 1:
-        start(trace[0])
-        end(trace[0])
-        return
-    depth: dict[int, int] = {}
-    until: dict[int, int] = {}  # a span's end, no later than its parent's
-    timeline = []
-    for i, s in enumerate(trace):
-        sid, p = s._context[1], s._parent
-        depth[sid] = 0 if p is None else depth[p[1]] + 1
-        until[sid] = s._end_time if p is None else max(min(s._end_time, until[p[1]]), s._start_time)
-        timeline += [(s._start_time, 0, depth[sid], i), (until[sid], 1, -depth[sid], i)]
-    for _, is_end, _, i in sorted(timeline):
-        (end if is_end else start)(trace[i])
