@@ -24,7 +24,7 @@ from serve_support import post, scrape, serve_process, settled, total, value, wa
 from structlog.testing import CapturingLogger
 from test_captured_serve import POLICY as POLICY_YAML
 from test_captured_serve import served_figures
-from test_captured_shapes import CASES, GATEWAYS, SPANS, _depths, expected_of, play_live, sdk_span
+from test_captured_shapes import CASES, GATEWAYS, SPANS, expected_of, play_live, play_spans, sdk_span
 
 from otel_agenteval.reading import unread
 from otel_agenteval.replay import iter_spans, replay
@@ -50,17 +50,6 @@ def copy_of(spans: list[ReadableSpan], shift_ns: int, salt: int) -> list[Readabl
                                 status=s.status, start_time=(s.start_time or 0) + shift_ns,
                                 end_time=(s.end_time or 0) + shift_ns, instrumentation_scope=s.instrumentation_scope))
     return out
-
-
-def play_spans(spans: list[ReadableSpan], run: Run) -> Run:
-    """``spans`` through a real processor, ``on_start`` and ``on_end`` in time order (as play_live)."""
-    depth = _depths(spans)
-    timeline = sorted([(s.start_time, 0, depth[i], i) for i, s in enumerate(spans)] +
-                      [(s.end_time, 1, 0, i) for i, s in enumerate(spans)])
-    for _, is_end, _, i in timeline:
-        (run.processor.on_end if is_end else run.processor.on_start)(spans[i])  # type: ignore[operator]
-    run.processor.shutdown()
-    return run
 
 
 def sample(run: Run, name: str, **labels: str) -> float | None:

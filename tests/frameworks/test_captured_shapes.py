@@ -120,9 +120,12 @@ def _depths(spans: list[ReadableSpan]) -> list[int]:
 
 
 def play_live(path: Path, policy: Policy = POLICY) -> Run:
-    run = Run(policy=policy)
-    spans = [sdk_span(r) for r in iter_spans([path])]
-    # at one timestamp (JS clocks tick in milliseconds) a parent starts before its children, as in process
+    return play_spans([sdk_span(r) for r in iter_spans([path])], Run(policy=policy))
+
+
+def play_spans(spans: list[Any], run: Run) -> Run:
+    """``spans`` through a real processor, ``on_start`` and ``on_end`` in time order; at one timestamp
+    (JS clocks tick in milliseconds) a parent starts before its children, as in process."""
     depth = _depths(spans)
     timeline = sorted([(s.start_time, 0, depth[i], i) for i, s in enumerate(spans)] +
                       [(s.end_time, 1, 0, i) for i, s in enumerate(spans)])
