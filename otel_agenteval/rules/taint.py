@@ -22,9 +22,6 @@ from ..model.trajectory import ToolStep, short_hash
 from ..policy.policy import Policy
 from . import taint_flow as flow
 from .check import Check, Event, applies_to
-from .taint_flow import carry_over, value_tokens
-
-__all__ = ["carry_over", "tainted_argument", "value_tokens"]
 
 
 def _sink_tools(policy: Policy) -> Container[str]:
