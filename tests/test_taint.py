@@ -239,3 +239,18 @@ def test_a_trusted_result_vouches_for_the_value_in_any_turn(make_processor: Any)
     h.end(root, 9.0)
     assert [(v.rule, v.details["argument"], v.details["source_tool"]) for v in h.violations] == [
         ("tainted_argument", "url", "browse")]
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("call me on 0612345678 today", [("phone", "0612345678")]),  # 10 digits: a phone
+    ("+41 22 555 0101", [("phone", "41225550101")]),  # 8 or more after a +
+    ("(061) 234-5678", [("phone", "0612345678")]),
+    ("order 1000000-5", []),  # 8 digits without a +: an id, not a phone (the cheap test skips it)
+    ("pay to de89370400440532013000", [("iban", "DE89370400440532013000")]),  # lower case still an IBAN
+    ("damaged", []),
+])
+def test_identifiers_cheap_test_lets_through_every_identifier_kept(text: str, found: list[tuple[str, str]]) -> None:
+    """The cheap test before the identifier pattern rejects only text in which it would keep nothing."""
+    from otel_agenteval.reading import provenance as pv
+
+    assert pv.identifiers(text) == found
