@@ -3,10 +3,12 @@ replay of AgentDojo's slack runs with the shipped policy (skipped without the da
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,39 @@ def test_a_later_turn_of_the_conversation_still_knows_the_source(make_processor:
     h.end(root, 7.0)
     assert [(v.rule, v.severity, v.details["source_tool"]) for v in h.violations] == [
         ("tainted_argument", "critical", "read_inbox")]
+
+
+def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) -> None:
+    """A finished turn's results wait in its conversation for a later write to need them, as text:
+    the tool spans (their attribute dicts, events and links) are let go when the run ends; past the
+    byte bound they are read at once."""
+    h = make_processor()
+    root = h.agent("banker", 0.0, conv="c7")
+    chat(h, root, 1.0, "read my mail")
+    span = h.tool(root, "read_inbox", {"folder": "in"}, at=2.0, result=BILL)
+    events = weakref.ref(span._events)
+    h.end(root, 3.0)
+    conv = h.processor.engine._store.conversations["c7"]
+    [pending] = conv.extra["taint"].pending
+    assert (pending.tool, pending.result, json.loads(pending.arguments)) == ("read_inbox", BILL, {"folder": "in"})
+    h.trajectories.clear()  # the test's own hold on the finished run
+    del span
+    gc.collect()
+    assert events() is None  # nothing of the engine's holds the span's parts
+    root = h.agent("banker", 4.0, conv="c7")
+    chat(h, root, 5.0, "pay it")
+    h.tool(root, "send_money", {"recipient": IBAN, "amount": 98.7}, at=6.0, result="ok")
+    h.end(root, 7.0)
+    assert [(v.rule, v.details["source_tool"]) for v in h.violations] == [("tainted_argument", "read_inbox")]
+    assert [p.tool for p in conv.extra["taint"].pending] == ["send_money"]  # read: only this turn's waits
+
+    h = make_processor("taint: {max_bytes: 1024}")
+    for turn in range(3):
+        root = h.agent("banker", 10.0 * turn, conv="c8")
+        h.tool(root, "get_webpage", {"url": "news.com"}, at=10.0 * turn + 1, result=f"{turn} " + "news " * 100)
+        h.end(root, 10.0 * turn + 2)
+    prov = h.processor.engine._store.conversations["c8"].extra["taint"]
+    assert prov.pending_bytes <= 1024 and len(prov.pending) < 3
 
 
 def test_the_byte_bound_trims_and_counts(make_processor: Any) -> None:

@@ -160,20 +160,24 @@ class Source:
         self.hops = 0
 
 
-class PendingTurn:
-    """A finished turn's tool steps not read into tokens yet (kept by reference; read on first need)."""
+class PendingResult:
+    """A finished step's result not read into tokens yet: what reading it takes (its raw arguments
+    and result, shared with its span), not the step, which holds its span's attributes and events."""
 
-    __slots__ = ("start", "steps")
+    __slots__ = ("arguments", "result", "span_id", "tool")
 
-    def __init__(self, steps: list[Any], start: int) -> None:
-        self.steps = steps
-        self.start = start
+    def __init__(self, tool: str, span_id: int, arguments: Any, result: Any) -> None:
+        self.tool = tool
+        self.span_id = span_id
+        self.arguments = arguments
+        self.result = result
 
 
 class Provenance:
     """The tokens of one run's (or conversation's) tool results, bounded in bytes; trims counted."""
 
-    __slots__ = ("counted", "cursor", "max_bytes", "pending", "shadowed", "size", "tokens", "trimmed")
+    __slots__ = ("counted", "cursor", "max_bytes", "pending", "pending_bytes", "shadowed", "size", "tokens",
+                 "trimmed")
 
     def __init__(self, max_bytes: int) -> None:
         self.tokens: dict[int, Source] = {}  # first untrusted source of a token; a trusted one overrides
@@ -181,7 +185,8 @@ class Provenance:
         self.size = 0
         self.trimmed = 0  # tokens not kept: the bound was reached
         self.cursor = 0  # steps of the run read so far
-        self.pending: list[PendingTurn] = []  # finished turns of the conversation, read on first need
+        self.pending: list[PendingResult] = []  # finished turns' results, read on first need
+        self.pending_bytes = 0  # their length, bounded by ``max_bytes`` (past it they are read at once)
         self.counted = 0  # trims already counted by the engine
         self.shadowed: dict[int, Source] = {}  # an untrusted first source a trusted one overrode (for pointing)
 

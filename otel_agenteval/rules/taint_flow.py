@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ..model.arguments import parse_arguments
 from ..model.trajectory import ToolStep, Trajectory
 from ..policy.policy import Policy
 from ..reading import provenance as pv
@@ -18,7 +19,6 @@ from .check import Check
 
 KEY: Final = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
 TRUSTED: Final = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
-MAX_PENDING_TURNS: Final = 4  # finished turns whose results were not read yet, kept by their conversation
 _WHOLE_VALUES: Final = {"iban": "iban", "email": "email", "phone": "phone", "account_id": "word", "password": "word"}
 
 
@@ -158,11 +158,15 @@ def _conversation(policy: Policy, t: Trajectory) -> pv.Provenance | None:
         return None
     prov: pv.Provenance | None = conv.extra.get(KEY)
     if prov is not None and prov.pending:
-        for turn in prov.pending:
-            for s in turn.steps[turn.start:]:
-                _read(prov, policy, s.tool, s.span_id, s.arguments, result_text(s.raw_result))
-        prov.pending = []
+        _read_pending(prov, policy)
     return prov
+
+
+def _read_pending(prov: pv.Provenance, policy: Policy) -> None:
+    for p in prov.pending:
+        _read(prov, policy, p.tool, p.span_id, parse_arguments(p.arguments), result_text(p.result))
+    prov.pending = []
+    prov.pending_bytes = 0
 
 
 def _trusted(t: Trajectory, before_ns: int) -> tuple[set[int], str]:
@@ -195,8 +199,8 @@ def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
 
 
 def carry_over(t: Trajectory, policy: Policy) -> None:
-    """At a run's end (called by the engine when taint is on): its tokens, and its steps not read yet
-    (by reference), go to its conversation; what its bounds trimmed is counted on the run."""
+    """At a run's end (called by the engine when taint is on): its tokens, and the results of its steps
+    not read yet, go to its conversation; what its bounds trimmed is counted on the run."""
     own: pv.Provenance | None = t.extra.get(KEY)
     conv = t.conversation
     if conv is None or not t.steps:
@@ -211,9 +215,16 @@ def carry_over(t: Trajectory, policy: Policy) -> None:
         prov.merge(own)
         prov.trimmed += own.trimmed
         start = own.cursor
-    if start < len(t.steps):
-        prov.pending.append(pv.PendingTurn(t.steps, start))
-        if len(prov.pending) > MAX_PENDING_TURNS:
-            prov.trimmed += len(prov.pending.pop(0).steps)
+    for s in t.steps[start:]:  # what reading them takes, not the steps (they hold their spans' attributes)
+        result = s.raw_result
+        if result is None:
+            continue
+        if type(result) is not str:
+            result = str(result)
+        args = s.raw_arguments
+        prov.pending.append(pv.PendingResult(s.tool, s.span_id, args, result))
+        prov.pending_bytes += len(result) + (len(args) if type(args) is str else 0)
+    if prov.pending_bytes > prov.max_bytes:  # a conversation holds at most about its bound unread
+        _read_pending(prov, policy)
     t.state_dropped += prov.trimmed - prov.counted
     prov.counted = prov.trimmed
