@@ -125,6 +125,21 @@ def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) 
     assert prov.pending_bytes <= 1024 and len(prov.pending) < 3
 
 
+@pytest.mark.parametrize("hostile", ["a." * 32_768, "1-" * 32_768 + "x", "9" * 65_536 + "x"])
+def test_hostile_content_is_read_in_linear_time(make_processor: Any, hostile: str) -> None:
+    """Tool results are content an attacker writes: 64 KB that Python's backtracking regex took minutes
+    on (seconds on 8 KB) are read at a sink call in well under a second, on the host's thread."""
+    h = make_processor()
+    root = h.agent("banker", 0.0)
+    chat(h, root, 1.0, "what does the page say")
+    h.tool(root, "get_webpage", {"url": "news.com"}, at=2.0, result=hostile)
+    started = time.perf_counter()
+    h.tool(root, "send_money", {"recipient": IBAN, "amount": 1}, at=3.0, result="ok")
+    h.end(root, 4.0)
+    assert time.perf_counter() - started < 1.0
+    assert h.processor.engine.stats["errors"] == {} or not any(h.processor.engine.stats["errors"].values())
+
+
 def test_the_byte_bound_trims_and_counts(make_processor: Any) -> None:
     h = make_processor("taint: {max_bytes: 1024}")
     root = h.agent("banker", 0.0)
@@ -283,6 +298,11 @@ def test_a_trusted_result_vouches_for_the_value_in_any_turn(make_processor: Any)
     ("order 1000000-5", []),  # 8 digits without a +: an id, not a phone (the cheap test skips it)
     ("pay to de89370400440532013000", [("iban", "DE89370400440532013000")]),  # lower case still an IBAN
     ("damaged", []),
+    # the phone's edges, as Python's re lookarounds had them (RE2 has none: checked after the match)
+    ("ref a1 555 123 4567", [("phone", "5551234567")]),  # from past the word it is glued to
+    ("x+1 555 123 4567", [("phone", "15551234567")]),  # from past its +
+    ("555 123 4567 89-x", [("phone", "5551234567")]),  # up to the last digit nothing word-like follows
+    ("555-123-4567x9", []),
 ])
 def test_identifiers_cheap_test_lets_through_every_identifier_kept(text: str, found: list[tuple[str, str]]) -> None:
     """The cheap test before the identifier pattern rejects only text in which it would keep nothing."""

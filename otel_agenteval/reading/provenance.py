@@ -15,14 +15,28 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-_IDENT: Final = re.compile(
-    r"(?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
-    r"|(?P<url>(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`|\])}]+"
-    r"|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|ai|co|uk|de|fr|ch|eu|gov|edu|info|biz|app|dev)"
-    r"\b(?:/[^\s<>\"'`|\])}]*)?)"
-    r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
-    r"|(?P<phone>(?<![\w-])\+?\(?\d[\d ().-]{6,}\d(?![\w-]))",
-    re.IGNORECASE)
+from ..model.patterns import MAX_TEXT, RE2
+
+
+def _re2_compile(pattern: str) -> Any:
+    if RE2 is None:
+        return None  # no RE2 wheel here: Python's re (the policy's patterns say which runs: `check-policy`)
+    options = RE2.Options()
+    options.case_sensitive = False
+    return RE2.compile(pattern, options)
+
+
+_EMAIL: Final = r"(?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+_URL: Final = (r"|(?P<url>(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`|\])}]+"
+               r"|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|ai|co|uk|de|fr|ch|eu|gov|edu|info|biz|app|dev)"
+               r"\b(?:/[^\s<>\"'`|\])}]*)?)")
+_IBAN: Final = r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
+_PHONE: Final = r"\+?\(?\d[\d ().-]{6,}\d"
+_IDENT: Final = re.compile(_EMAIL + _URL + _IBAN + rf"|(?P<phone>(?<![\w-]){_PHONE}(?![\w-]))", re.IGNORECASE)
+# the same in linear time (RE2, as the policy's patterns): a tool result is content an attacker may
+# write, and Python's backtracking takes seconds on 8 KB of ``a.a.a.`` (the phone's lookarounds, which
+# RE2 has not, are checked after the match: :func:`_phone`)
+_LINEAR: Final[Any] = _re2_compile(_EMAIL.replace("\\w", "\\pL\\pN_") + _URL + _IBAN + f"|(?P<phone>{_PHONE})")
 # no identifier without one of these (a dot or @, an IBAN's country and check digits, a phone's
 # 10 characters, or 8 after a +, as ``identifiers`` keeps no shorter one): text without any skips the long pattern
 _MAYBE_IDENT: Final = re.compile(r"[.@]|[A-Za-z]{2}\d\d|\d[\d ().-]{8,}\d|\+\(?\d[\d ().-]{6,}\d")  # no IGNORECASE: faster
@@ -65,14 +79,22 @@ def may_hold_identifier(text: str) -> bool:
 
 
 def identifiers(text: str) -> list[tuple[str, str]]:
-    """The typed identifiers in ``text``: ``(kind, normalised value)``, URLs also by their host."""
+    """The typed identifiers in ``text`` (its head: :data:`~..model.patterns.MAX_TEXT` characters):
+    ``(kind, normalised value)``, URLs also by their host."""
     out: list[tuple[str, str]] = []
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT]
     if _MAYBE_IDENT.search(text) is None:
         return out
-    for m in _IDENT.finditer(text):
+    for m in (_LINEAR if _LINEAR is not None else _IDENT).finditer(text):
         kind = m.lastgroup or ""
-        normal = normal_value(kind, m.group())
-        if kind == "phone" and not (10 if m.group()[0] != "+" else 8) <= len(normal) <= 15:
+        value = m.group()
+        if kind == "phone" and _LINEAR is not None:
+            value = _phone(text, m.start(), m.end())
+            if value is None:
+                continue
+        normal = normal_value(kind, value)
+        if kind == "phone" and not (10 if value[0] != "+" else 8) <= len(normal) <= 15:
             continue
         out.append((kind, normal))
         if kind == "url":
@@ -80,6 +102,29 @@ def identifiers(text: str) -> list[tuple[str, str]]:
             if host != normal:
                 out.append(("url", host))
     return out
+
+
+def _phone(text: str, start: int, end: int) -> str | None:
+    """What ``re``'s ``(?<![\\w-])`` and ``(?![\\w-])`` keep of a phone match: from its first place
+    that no word character or ``-`` comes right before, its longest head that ends in a digit no word
+    character or ``-`` follows, at least 8 characters from its first digit. One pass: a later start
+    finds no other end."""
+    for i in range(start, end - 7):
+        if i and _wordish(text[i - 1]):
+            continue
+        first = i + (text[i] == "+")
+        first += text[first] == "("
+        if not text[first].isdigit():
+            continue
+        for stop in range(end, first + 7, -1):
+            if text[stop - 1].isdigit() and (stop == len(text) or not _wordish(text[stop])):
+                return text[i:stop]
+        return None
+    return None
+
+
+def _wordish(c: str) -> bool:
+    return c.isalnum() or c == "_" or c == "-"
 
 
 def tokens_of(text: str, words: bool) -> list[int]:
@@ -131,13 +176,18 @@ def _walk(data: Any, name: str, out: list[tuple[str, str]]) -> None:
         out.append((name, str(data)))
 
 
+def _is_identifier(s: str) -> bool:
+    """Whether ``s`` is one identifier, whole."""
+    return (_LINEAR if _LINEAR is not None else _IDENT).fullmatch(s) is not None
+
+
 def pointers_of(arguments: dict[str, Any]) -> list[str]:
     """The string argument values of a source step, normalised: what a user naming it would say."""
     out: list[str] = []
     for v in arguments.values():
         if isinstance(v, str) and len(v.strip()) >= 3:
             s = v.strip().lower()
-            out.append(normal_url(s) if _IDENT.fullmatch(s) and "." in s else s)
+            out.append(normal_url(s) if _is_identifier(s) and "." in s else s)
             if len(out) >= MAX_POINTERS:
                 break
     return out
