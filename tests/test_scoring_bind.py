@@ -72,3 +72,20 @@ def test_baggage_names_the_case(app: tuple[trace.Tracer, list[Trajectory]]) -> N
         context.detach(token)
     _agent_run(tracer)
     assert _bound(runs) == [("refund", 3), ("refund", 3), (None, None)]
+
+
+def test_baggage_is_read_only_for_whoever_takes_finished_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent span's start reads OTel baggage for a case id only when finished runs go somewhere
+    (``on_trajectory``: scoring); a processor that only counts and alerts skips it."""
+    reads: list[Any] = []
+    real = baggage.get_all
+    monkeypatch.setattr(baggage, "get_all", lambda ctx=None: reads.append(ctx) or real(ctx))
+    for takes, expected in (([], 0), ([lambda t: None], 2)):
+        reads.clear()
+        provider = TracerProvider()
+        provider.add_span_processor(TrajectoryProcessor(registry=CollectorRegistry(), on_trajectory=takes))
+        tracer = provider.get_tracer("app")
+        _agent_run(tracer)
+        _agent_run(tracer)
+        provider.shutdown()
+        assert len(reads) == expected

@@ -64,6 +64,9 @@ class Engine:
         self._events = RunEvents(self._dispatch, self._assembler, self._store, sinks, self._clock, self._stats)
         self._needs_confirmations = policy.needs_confirmations
         self._max_routes = policy.limits.max_open_spans
+        # a case id in OTel baggage binds a finished run to its case, for whoever takes finished
+        # runs (scoring): with no one to take them, an agent span's start does not read it
+        self._reads_baggage = bool(on_trajectory)
         self._routes: dict[int, Run] = {}  # span id -> its run, from its start to its end
         self._services = ServiceNames()
         self._closed = False
@@ -92,7 +95,7 @@ class Engine:
                 # an OpenInference tool span may wrap the framework's own span of the same call
                 tool = op is None and attrs.get(sc.OI_SPAN_KIND) == sc.OI_TOOL
             if run is None or (agent and not run.is_agent):  # a local root, or an agent run under a non-agent root
-                outer = outer_context(run, parent_context, routes)  # what it inherits: a case id
+                outer = outer_context(run, parent_context, routes, self._reads_baggage)  # what it inherits: a case id
                 run = Run(ctx[1], ctx[0], span._start_time or 0, self._services.of(span), outer)
                 if attrs or type(a) is _BOUNDED:
                     run.attributes = attrs  # the span's own dict: complete once it ends, nothing copied

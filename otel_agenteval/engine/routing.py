@@ -165,12 +165,13 @@ def name_at_start(run: Run, span: Any, attrs: dict[str, Any], own: bool, dispatc
             run.rename(guess, False, dispatch.limits_for(guess))
 
 
-def outer_context(outer: Run | None, parent_context: Any, routes: dict[int, Run]) -> list[dict[str, Any]] | None:
+def outer_context(outer: Run | None, parent_context: Any, routes: dict[int, Run],
+                  baggage_too: bool) -> list[dict[str, Any]] | None:
     """What a new run inherits from around it, nearest first (None: nothing): for an agent run
     under a non-agent root, the last span of that root's tree that named a case (while it is
-    open: in ``routes``), the root's own attributes and what the root inherited; then the case
-    keys of the OTel baggage in ``parent_context`` (default: the current context). Read once per
-    run, never per span."""
+    open: in ``routes``), the root's own attributes and what the root inherited; then, when
+    ``baggage_too``, the case keys of the OTel baggage in ``parent_context`` (default: the current
+    context). Read once per run, never per span."""
     found: list[dict[str, Any]] = []
     if outer is not None:
         if outer.case_attributes is not None and outer.case_span in routes:
@@ -179,7 +180,7 @@ def outer_context(outer: Run | None, parent_context: Any, routes: dict[int, Run]
             found.append(outer.attributes)
         if outer.outer:
             found.extend(outer.outer)
-    entries = baggage.get_all(parent_context)
+    entries = baggage.get_all(parent_context) if baggage_too else None
     if entries:
         picked = {}
         for key in CASE_KEYS:

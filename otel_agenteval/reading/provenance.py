@@ -32,11 +32,13 @@ _URL: Final = (r"|(?P<url>(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`|\])}]+"
                r"\b(?:/[^\s<>\"'`|\])}]*)?)")
 _IBAN: Final = r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,4})?\b)"
 _PHONE: Final = r"\+?\(?\d[\d ().-]{6,}\d"
-_IDENT: Final = re.compile(_EMAIL + _URL + _IBAN + rf"|(?P<phone>(?<![\w-]){_PHONE}(?![\w-]))", re.IGNORECASE)
-# the same in linear time (RE2, as the policy's patterns): a tool result is content an attacker may
-# write, and Python's backtracking takes seconds on 8 KB of ``a.a.a.`` (the phone's lookarounds, which
-# RE2 has not, are checked after the match: :func:`_phone`)
+_IDENT: Final = re.compile(_EMAIL + _URL + _IBAN + f"|(?P<phone>{_PHONE})", re.IGNORECASE)
+# the same in linear time (RE2, as the policy's patterns) for longer texts: a tool result is content
+# an attacker may write, and Python's backtracking takes seconds on 8 KB of ``a.a.a.``. On short texts
+# (sink values) Python's is faster (RE2's wrapper costs ~5 us a match) and bounded. Both leave the
+# phone's edges to :func:`_phone`, so both find the same (but for ``\b`` next to non-ASCII letters).
 _LINEAR: Final[Any] = _re2_compile(_EMAIL.replace("\\w", "\\pL\\pN_") + _URL + _IBAN + f"|(?P<phone>{_PHONE})")
+SHORT_TEXT: Final = 64  # characters up to which Python's re reads a text: faster on a sink value, bounded
 # no identifier without one of these (a dot or @, an IBAN's country and check digits, a phone's
 # 10 characters, or 8 after a +, as ``identifiers`` keeps no shorter one): text without any skips the long pattern
 _MAYBE_IDENT: Final = re.compile(r"[.@]|[A-Za-z]{2}\d\d|\d[\d ().-]{8,}\d|\+\(?\d[\d ().-]{6,}\d")  # no IGNORECASE: faster
@@ -86,10 +88,10 @@ def identifiers(text: str) -> list[tuple[str, str]]:
         text = text[:MAX_TEXT]
     if _MAYBE_IDENT.search(text) is None:
         return out
-    for m in (_LINEAR if _LINEAR is not None else _IDENT).finditer(text):
+    for m in (_IDENT if len(text) <= SHORT_TEXT or _LINEAR is None else _LINEAR).finditer(text):
         kind = m.lastgroup or ""
         value = m.group()
-        if kind == "phone" and _LINEAR is not None:
+        if kind == "phone":
             value = _phone(text, m.start(), m.end())
             if value is None:
                 continue
@@ -178,7 +180,7 @@ def _walk(data: Any, name: str, out: list[tuple[str, str]]) -> None:
 
 def _is_identifier(s: str) -> bool:
     """Whether ``s`` is one identifier, whole."""
-    return (_LINEAR if _LINEAR is not None else _IDENT).fullmatch(s) is not None
+    return (_IDENT if len(s) <= SHORT_TEXT or _LINEAR is None else _LINEAR).fullmatch(s) is not None
 
 
 def pointers_of(arguments: dict[str, Any]) -> list[str]:
