@@ -55,7 +55,7 @@ if [[ " $envs " == *" node "* ]]; then
   installed=$(secs "$t0")
   t0=$(date +%s)
   # the main environment's package, as the main suite tests it (these are Node's pins, not Python's)
-  CI=${CI:-1} "$repo/$venv/bin/python" -m pytest -p no:cacheprovider -q tests/frameworks/test_node_live.py "$@"
+  OTEL_AGENTEVAL_NODE_LEG=1 "$repo/$venv/bin/python" -m pytest -p no:cacheprovider -q tests/frameworks/test_node_live.py "$@"
   echo "frameworks: node: install ${installed}s, tests $(secs "$t0")s" >&2
 fi
 [ -n "${envs// /}" ] || exit 0

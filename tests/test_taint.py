@@ -306,6 +306,6 @@ def test_a_trusted_result_vouches_for_the_value_in_any_turn(make_processor: Any)
 ])
 def test_identifiers_cheap_test_lets_through_every_identifier_kept(text: str, found: list[tuple[str, str]]) -> None:
     """The cheap test before the identifier pattern rejects only text in which it would keep nothing."""
-    from otel_agenteval.reading import provenance as pv
+    from otel_agenteval.reading.provenance.identifiers import identifiers
 
-    assert pv.identifiers(text) == found
+    assert identifiers(text) == found

@@ -49,8 +49,7 @@ class Engine:
         one_caller: bool = False,
     ) -> None:
         self.policy = policy
-        # calls never overlap (replay; serve, one thread at a time): a run's events need no lock
-        self._one_caller = one_caller
+        self._one_caller = one_caller  # calls never overlap (replay; serve, one at a time): no run lock
         if rules is None:
             rules = [r for name, r in builtin_rules().items() if policy.rule_enabled(name)]
             rules.extend(load_custom_rules(policy))
@@ -64,9 +63,7 @@ class Engine:
         self._events = RunEvents(self._dispatch, self._assembler, self._store, sinks, self._clock, self._stats)
         self._needs_confirmations = policy.needs_confirmations
         self._max_routes = policy.limits.max_open_spans
-        # a case id in OTel baggage binds a finished run to its case, for whoever takes finished
-        # runs (scoring): with no one to take them, an agent span's start does not read it
-        self._reads_baggage = bool(on_trajectory)
+        self._reads_baggage = bool(on_trajectory)  # a case id in baggage is for whoever takes finished runs
         self._routes: dict[int, Run] = {}  # span id -> its run, from its start to its end
         self._services = ServiceNames()
         self._closed = False

@@ -8,7 +8,7 @@ pointed at, ``taint.pointing_hops`` deep), or when that content, reached through
 pointing named, is instruction-shaped: the injected action. A warning when the user named the
 content and it gives instructions; ``taint.plain_pointed`` when it gives none. A warning is
 cleared by a confirmation that showed the value. Tool results are read into tokens only when a sink needs
-them (:mod:`..reading.provenance`); the guard asks the same question before the call. The path at
+them (:mod:`..reading.provenance.tokens`); the guard asks the same question before the call. The path at
 a write is :mod:`.taint_flow`, compiled with the hot path.
 """
 

@@ -12,8 +12,9 @@ from typing import Any, Final
 from ..model.arguments import parse_arguments
 from ..model.trajectory import ToolStep, Trajectory
 from ..policy.policy import Policy
-from ..reading import provenance as pv
 from ..reading.content import messages_of
+from ..reading.provenance import identifiers as ids
+from ..reading.provenance import tokens as pv
 from ..reading.span_values import result_text
 from .check import Check
 
@@ -40,14 +41,14 @@ def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]] | None:
     """The tokens a sink value is looked up by, and (for reports) the normalised values; ``None``
     for free text with no identifier in it (a cheap test first)."""
     if kind == "url":
-        normal = pv.normal_url(value)
-        host = pv.url_host(normal)
+        normal = ids.normal_url(value)
+        host = ids.url_host(normal)
         return [pv.token("url", normal), pv.token("url", host)], [normal, host]
     as_kind = _WHOLE_VALUES.get(kind)
     if as_kind is not None:
-        normal = pv.normal_value(as_kind, value)
+        normal = ids.normal_value(as_kind, value)
         return [pv.token(as_kind, normal)], [normal]
-    found = pv.identifiers(value)
+    found = ids.identifiers(value)
     if not found:
         return None
     return [pv.token(k, v) for k, v in found], [v for _, v in found]
