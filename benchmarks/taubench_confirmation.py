@@ -93,6 +93,7 @@ def measure(data: Path, policy: Policy, labels: list[dict[str, Any]]) -> Measure
     trace_ids = {e["run"]: e["trace_id"] for e in json.loads((data / "index.json").read_text(encoding="utf-8"))}
     result = replay([data / TRACES], policy, on_reject=lambda msg: None)
     found = {(v.trace_id, v.span_id or ""): v for v in result.violations if v.rule == RULE}
+    tools = {(t.trace_hex, f"{s.span_id:016x}"): s.tool for t in result.trajectories for s in t.steps}
     m = Measure()
     for row in labels:
         key = span_key(row, trace_ids)
@@ -109,7 +110,7 @@ def measure(data: Path, policy: Policy, labels: list[dict[str, Any]]) -> Measure
             m.tn += 1
         if said != truth:
             m.disagreements.append({"trace_id": key[0], "span_id": key[1], "run": row.get("run"),
-                                    "tool": row["tool"], "label": row["label"], "reason": row["reason"],
+                                    "tool": tools.get(key, "?"), "label": row["label"], "reason": row["reason"],
                                     "finding": dict(v.details) if v is not None else None})
     for key, v in found.items():  # a finding on a span nobody labelled: counted as a false alarm
         m.fp += 1

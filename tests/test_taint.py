@@ -137,7 +137,7 @@ def test_hostile_content_is_read_in_linear_time(make_processor: Any, hostile: st
     h.tool(root, "send_money", {"recipient": IBAN, "amount": 1}, at=3.0, result="ok")
     h.end(root, 4.0)
     assert time.perf_counter() - started < 1.0
-    assert h.processor.engine.stats["errors"] == {} or not any(h.processor.engine.stats["errors"].values())
+    assert not any(h.processor.engine.stats["errors"].values())
 
 
 def test_the_byte_bound_trims_and_counts(make_processor: Any) -> None:
