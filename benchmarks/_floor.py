@@ -115,22 +115,46 @@ class DeferredFloor(Floor):
 
 class TimedCalls(SpanProcessor):
     """A processor's calls, each timed where the SDK makes it, by call and span kind
-    (``start:chat``, ``end:execute_tool``, ...). The timing itself adds to the arm's time: with
-    ``--in-calls`` the arm's ratio is not the headline."""
+    (``start:chat``, ``end:execute_tool``, ...), and also by place in the run (:attr:`by_place`:
+    a tool's end by the tool's name, a model call's as the run's first or a later one, starts by
+    kind): the costs that come once a run (the first model call, the write, the run's end) apart
+    from those every span pays. The timing itself adds to the arm's time: with ``--in-calls`` the
+    arm's ratio is not the headline."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.ns: dict[str, list[int]] = collections.defaultdict(list)
+        self.by_place: dict[str, list[int]] = collections.defaultdict(list)
+        self._chats: set[int] = set()  # traces whose first model call ended (the mixes: a run a trace)
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
         t0 = time.perf_counter_ns()
         self.inner.on_start(span, parent_context)
-        self.ns["start:" + str(span._attributes.get("gen_ai.operation.name"))].append(time.perf_counter_ns() - t0)
+        ns = time.perf_counter_ns() - t0
+        key = "start:" + str(span._attributes.get("gen_ai.operation.name"))
+        self.ns[key].append(ns)
+        self.by_place[key].append(ns)
 
     def on_end(self, span: ReadableSpan) -> None:
         t0 = time.perf_counter_ns()
         self.inner.on_end(span)
-        self.ns["end:" + str(span._attributes.get("gen_ai.operation.name"))].append(time.perf_counter_ns() - t0)
+        ns = time.perf_counter_ns() - t0
+        attrs = span._attributes
+        op = str(attrs.get("gen_ai.operation.name"))
+        self.ns["end:" + op].append(ns)
+        self.by_place[self._place(span, op, attrs)].append(ns)
+
+    def _place(self, span: ReadableSpan, op: str, attrs: Any) -> str:
+        trace = span._context.trace_id
+        if op == "execute_tool":
+            return f"end:execute_tool {attrs.get('gen_ai.tool.name')}"
+        if op == "chat":
+            first = trace not in self._chats
+            self._chats.add(trace)
+            return "end:chat, the run's first" if first else "end:chat, a later one"
+        if op == "invoke_agent":
+            self._chats.discard(trace)
+        return "end:" + op
 
     def shutdown(self) -> None:
         self.inner.shutdown()

@@ -23,12 +23,14 @@ over the floor's; and the us a span each adds.
     .venv/bin/python benchmarks/overhead.py --workload pydantic-ai --in-calls --json
 
 ``--in-calls`` times the processor's and the floor's own ``on_start``/``on_end`` calls in place, by
-span kind. ``--cpu N`` runs each arm alone in a child process, N runs after 200 warm-up runs, and
+span kind and by place in the run (the write, the first model call), and where their means differ.
+``--cpu N`` runs each arm alone in a child process, N runs after 200 warm-up runs, and
 compares the processes' CPU time (all threads, the background arm's drain included). ``--alone``
 replays recorded spans straight into the processor's and the floor's calls (no SDK), caches warm.
 ``--instructions`` counts each arm's instructions under valgrind's callgrind (deterministic: the
-figure to A/B a change by on a busy machine). ``--profile`` prints cProfile's view of the processor
-alone.
+figure to A/B a change by on a busy machine); ``--cache-sim`` adds its simulated cache misses and
+mispredicted branches (the processor's time is not its instructions: see benchmarks/README.md).
+``--profile`` prints cProfile's view of the processor alone.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         if r == warmup:
             for t in timed.values():
                 t.ns.clear()
+                t.by_place.clear()
         times: dict[str, list[int]] = {name: [] for name in names}
         if gc_off:
             gc.disable()
@@ -165,11 +168,17 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     }
     if bg is not None:
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
-    for name, t in timed.items():  # median calls, as the runs above
+    for name, t in timed.items():  # median calls, as the runs above; mean calls add up to the arm's time
         by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(t.ns.items())}
+        measured = rounds * runs
         out.setdefault("in_calls", {})[name] = {
             "us_by_kind": by_kind,
-            "us_per_span": sum(by_kind[k] * len(v) for k, v in t.ns.items()) / (rounds * runs * wl.SPANS_PER_RUN)}
+            "us_per_span": sum(by_kind[k] * len(v) for k, v in t.ns.items()) / (measured * wl.SPANS_PER_RUN),
+            "us_a_run_by_mean": sum(sum(v) for v in t.ns.values()) / measured / 1e3,
+            "us_a_run_by_place": {k: sum(v) / measured / 1e3 for k, v in t.by_place.items()}}
+    if timed:  # where the processor's calls take longer than the floor's, by place, us a run (means)
+        p, f = (out["in_calls"][n]["us_a_run_by_place"] for n in ("processor", "floor"))
+        out["in_calls_gap_us_a_run"] = dict(sorted(((k, p[k] - f.get(k, 0.0)) for k in p), key=lambda kv: -kv[1]))
     return out
 
 
@@ -297,29 +306,44 @@ def callgrind_arm(name: str, workload: wl.Workload, runs: int) -> None:
     arm.shutdown()
 
 
-def instruction_counts(workload: str, runs: int) -> dict[str, Any]:
+# callgrind's simulated misses (--cache-sim): first-level instruction and data cache misses, and
+# mispredicted branches (conditional and indirect), as its event names sum them
+MISSES = {"I1 misses": ("I1mr",), "D1 misses": ("D1mr", "D1mw"), "mispredicted branches": ("Bcm", "Bim")}
+
+
+def instruction_counts(workload: str, runs: int, cache_sim: bool = False) -> dict[str, Any]:
     """Instructions the SDK, processor and floor arms execute for ``runs`` measured runs (after as
-    many warm-up runs), counted by callgrind in a child process per arm, ``PYTHONHASHSEED=0``."""
+    many warm-up runs), counted by callgrind in a child process per arm, ``PYTHONHASHSEED=0``;
+    with ``cache_sim`` also its simulated cache misses and mispredicted branches, a run."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("--instructions: valgrind is not installed (apt-get install valgrind)")
     counts: dict[str, int] = {}
+    events: dict[str, dict[str, int]] = {}
     for arm in ("sdk", "processor", "floor"):
         cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+               *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
                "--callgrind-out-file=/dev/null", sys.executable, __file__, "--workload", workload,
                "--callgrind-arm", arm, "--runs-per-round", str(runs)]
         done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
                               check=False)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if done.returncode != 0 or found is None:
+        names = re.search(r"Events +: ([\w ]+)", done.stderr)
+        found = re.search(r"Collected : ([\d ]+)", done.stderr)
+        if done.returncode != 0 or found is None or names is None:
             raise SystemExit(f"--instructions: callgrind counted nothing for the {arm} arm "
                              f"(exit {done.returncode}): {done.stderr[-800:]}")
-        counts[arm] = int(found.group(1))
+        events[arm] = dict(zip(names.group(1).split(), map(int, found.group(1).split())))
+        counts[arm] = events[arm]["Ir"]
     spans = runs * wl.SPANS_PER_RUN
-    return {"runs": runs, "spans": spans, "counts": counts,
-            "added_per_span": {arm: (counts[arm] - counts["sdk"]) / spans for arm in ("processor", "floor")},
-            "over_sdk": counts["processor"] / counts["sdk"], "floor_over_sdk": counts["floor"] / counts["sdk"],
-            "over_floor": counts["processor"] / counts["floor"]}
+    out = {"runs": runs, "spans": spans, "counts": counts,
+           "added_per_span": {arm: (counts[arm] - counts["sdk"]) / spans for arm in ("processor", "floor")},
+           "over_sdk": counts["processor"] / counts["sdk"], "floor_over_sdk": counts["floor"] / counts["sdk"],
+           "over_floor": counts["processor"] / counts["floor"]}
+    if cache_sim:
+        out["processor_over_floor_a_run"] = {
+            what: sum(events["processor"][e] - events["floor"][e] for e in names_) / runs
+            for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
+    return out
 
 
 # --- report -----------------------------------------------------------------------------------------
@@ -347,7 +371,12 @@ def print_report(s: dict[str, Any]) -> None:
               f"{d['max']:.1f}) after it")
     for name, c in s.get("in_calls", {}).items():
         print(f"in the {name}'s own calls (median call): {c['us_per_span']:.2f} us a span; by call, us: " +
-              ", ".join(f"{k} {v:.2f}" for k, v in c["us_by_kind"].items()))
+              ", ".join(f"{k} {v:.2f}" for k, v in c["us_by_kind"].items()) +
+              f"; by mean, {c['us_a_run_by_mean']:.1f} us a run")
+    if "in_calls_gap_us_a_run" in s:
+        gap = s["in_calls_gap_us_a_run"]
+        print(f"the processor's calls over the floor's (means), {sum(gap.values()):.1f} us a run: " +
+              ", ".join(f"{k} {v:+.1f}" for k, v in gap.items()))
     if "cpu" in s:
         c = s["cpu"]
         print(f"CPU time, each arm alone in its own process ({c['repeats']} each, {c['runs']} runs): SDK + BSP "
@@ -367,6 +396,9 @@ def print_report(s: dict[str, Any]) -> None:
               f"{n['processor'] / 1e6:.1f}M ({ir['over_sdk']:.3f}x, +{ir['added_per_span']['processor'] / 1e3:.1f}k a "
               f"span), floor {n['floor'] / 1e6:.1f}M ({ir['floor_over_sdk']:.3f}x, +"
               f"{ir['added_per_span']['floor'] / 1e3:.1f}k): processor / floor {ir['over_floor']:.3f}x")
+        if "processor_over_floor_a_run" in ir:
+            print("the processor's arm over the floor's, a run (callgrind's cache simulation): " +
+                  ", ".join(f"{k} {v:+,.0f}" for k, v in ir["processor_over_floor_a_run"].items()))
     print(f"processor / floor: {s['over_floor']['processor']['median']:.3f}x (target <= {TARGET:.2f}x, goal "
           f"{GOAL:.2f}x); processor / SDK: {s['over_sdk']['processor']['median']:.3f}x; "
           f"+{s['added_us_per_span']['processor']:.2f} us a span")
@@ -390,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alone", action="store_true", help="also the processor and the floor alone (recorded spans)")
     p.add_argument("--instructions", action="store_true",
                    help="also count each arm's instructions with valgrind's callgrind (runs-per-round runs)")
+    p.add_argument("--cache-sim", action="store_true",
+                   help="with --instructions: also callgrind's simulated cache misses and mispredicted branches")
     p.add_argument("--profile", action="store_true", help="also cProfile the processor alone (the top functions)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     p.add_argument("--cpu-child", choices=("sdk", "processor", "floor", "background"), help=argparse.SUPPRESS)
@@ -406,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rounds < 2 or args.runs_per_round < 3 or args.warmup < 0 or args.cpu < 0:
         p.error("--rounds must be >= 2, --runs-per-round >= 3, --warmup >= 0, --cpu >= 0")
+    if args.cache_sim and not args.instructions:
+        p.error("--cache-sim goes with --instructions")
     s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
                 args.deferred_floor, args.gc_off)
     if args.cpu:
@@ -414,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.alone:
         s["alone"] = measure_alone(wl.make_workload(args.workload), runs=1000, repeats=7)
     if args.instructions:
-        s["instructions"] = instruction_counts(args.workload, args.runs_per_round)
+        s["instructions"] = instruction_counts(args.workload, args.runs_per_round, args.cache_sim)
     if args.json:
         json.dump(s, sys.stdout, indent=2)
         print()
