@@ -31,6 +31,13 @@ def test_overhead_reports_every_arm_against_the_sdk_and_the_floor() -> None:
     assert {"start:invoke_agent", "end:invoke_agent", "end:chat", "end:execute_tool"} <= set(calls["processor"]["us_by_kind"])
     assert set(calls["floor"]["us_by_kind"]) == set(calls["processor"]["us_by_kind"])
     assert calls["floor"]["us_per_span"] > 0
+    # each call also by its place in the run, and the places add up to every call's time (means)
+    for arm in ("processor", "floor"):
+        places = calls[arm]["us_a_run_by_place"]
+        assert {"end:execute_tool create_claim", "end:chat, the run's first", "end:chat, a later one",
+                "start:invoke_agent", "end:invoke_agent"} <= set(places)
+        assert abs(sum(places.values()) - calls[arm]["us_a_run_by_mean"]) < 1e-6 * calls[arm]["us_a_run_by_mean"]
+    assert set(s["in_calls_gap_us_a_run"]) == set(calls["processor"]["us_a_run_by_place"])
     assert s["background_drain_ms"]["max"] >= 0
 
 
