@@ -3,8 +3,9 @@
 Replays the dev runs (``shared/datasets/taubench-airline/``, 100 gpt-4o runs as OTLP/JSON with
 the conversation on each model call) through :func:`otel_agenteval.replay.replay`, the path the
 ``replay`` command takes, with ``examples/policies/taubench-airline.yaml``, and compares the
-findings with the hand labels in ``benchmarks/labels/taubench-airline-writes.jsonl`` (one line per
-write call: ``violation`` when the user did not explicitly agree, in answer to the agent's
+findings with the hand labels in ``benchmarks/labels/taubench-airline-confirmation.jsonl`` (one line
+per write call, named by its run and its place among that run's writes, read from the dataset:
+``violation`` when the user did not explicitly agree, in answer to the agent's
 description of it, to the action that was called; ``ok`` otherwise; each with its reason).
 
     python benchmarks/taubench_confirmation.py [--policy FILE] [--data DIR] [--json] [--quiet]
@@ -28,7 +29,7 @@ from otel_agenteval.policy.policy import Policy
 from otel_agenteval.replay import replay
 
 REPO = Path(__file__).resolve().parent.parent
-LABELS = REPO / "benchmarks" / "labels" / "taubench-airline-writes.jsonl"
+LABELS = REPO / "benchmarks" / "labels" / "taubench-airline-confirmation.jsonl"
 POLICY = REPO / "examples" / "policies" / "taubench-airline.yaml"
 TRACES = "gpt-4o-airline-even-tasks.otlp.jsonl.gz"
 RULE = "write_without_confirmation"
@@ -69,8 +70,8 @@ class Measure:
 
 
 def load_labels(path: Path = LABELS) -> list[dict[str, Any]]:
-    """The hand labels: one write call each, by run, message index and call number in that message
-    (no ids copied from the data: :func:`span_key` finds them in the dataset)."""
+    """The hand labels: one write call each, by run and its place among the run's write calls
+    (1: the first to run), with the label and its reason; nothing else of the data is kept here."""
     out: list[dict[str, Any]] = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -78,14 +79,11 @@ def load_labels(path: Path = LABELS) -> list[dict[str, Any]]:
         row = json.loads(line)
         if row.get("label") not in ("ok", "violation"):
             raise SystemExit(f"{path}:{n}: label must be ok or violation, not {row.get('label')!r}")
+        if not isinstance(row.get("run"), int) or not isinstance(row.get("write"), int) or row["write"] < 1:
+            raise SystemExit(f"{path}:{n}: run and write (1 for a run's first write call) must be whole numbers")
+        row["line"] = n
         out.append(row)
     return out
-
-
-def span_key(row: dict[str, Any], trace_ids: dict[int, str]) -> tuple[str, str]:
-    """A label's (trace id, span id): the run's trace from the dataset's ``index.json``; the span id
-    as the dataset encodes it (run, message index, call number: see shared/datasets/README.md)."""
-    return trace_ids[row["run"]], f"{row['run']:06x}{row['message']:06x}{row['call']:04x}"
 
 
 def measure(data: Path, policy: Policy, labels: list[dict[str, Any]]) -> Measure:
@@ -93,10 +91,16 @@ def measure(data: Path, policy: Policy, labels: list[dict[str, Any]]) -> Measure
     trace_ids = {e["run"]: e["trace_id"] for e in json.loads((data / "index.json").read_text(encoding="utf-8"))}
     result = replay([data / TRACES], policy, on_reject=lambda msg: None)
     found = {(v.trace_id, v.span_id or ""): v for v in result.violations if v.rule == RULE}
-    tools = {(t.trace_hex, f"{s.span_id:016x}"): s.tool for t in result.trajectories for s in t.steps}
+    writes = {t.trace_hex: [s for s in t.steps if policy.is_write(s.tool)] for t in result.trajectories}
     m = Measure()
     for row in labels:
-        key = span_key(row, trace_ids)
+        trace = trace_ids.get(row["run"], "")
+        ran = writes.get(trace, [])
+        if row["write"] > len(ran):
+            raise SystemExit(f"labels line {row['line']}: run {row['run']} has {len(ran)} write calls in {data}, "
+                             f"not {row['write']}")
+        step = ran[row["write"] - 1]
+        key = (trace, f"{step.span_id:016x}")
         v = found.pop(key, None)
         said = v is not None
         truth = row["label"] == "violation"
@@ -109,8 +113,8 @@ def measure(data: Path, policy: Policy, labels: list[dict[str, Any]]) -> Measure
         else:
             m.tn += 1
         if said != truth:
-            m.disagreements.append({"trace_id": key[0], "span_id": key[1], "run": row.get("run"),
-                                    "tool": tools.get(key, "?"), "label": row["label"], "reason": row["reason"],
+            m.disagreements.append({"trace_id": key[0], "span_id": key[1], "run": row["run"], "tool": step.tool,
+                                    "label": row["label"], "reason": row["reason"],
                                     "finding": dict(v.details) if v is not None else None})
     for key, v in found.items():  # a finding on a span nobody labelled: counted as a false alarm
         m.fp += 1
