@@ -114,37 +114,40 @@ class DeferredFloor(Floor):
 
 
 class TimedCalls(SpanProcessor):
-    """A processor's calls, each timed where the SDK makes it, by call and span kind
-    (``start:chat``, ``end:execute_tool``, ...), and also by place in the run (:attr:`by_place`:
-    a tool's end by the tool's name, a model call's as the run's first or a later one, starts by
-    kind): the costs that come once a run (the first model call, the write, the run's end) apart
-    from those every span pays. The timing itself adds to the arm's time: with ``--in-calls`` the
-    arm's ratio is not the headline."""
+    """A processor's calls, each timed where the SDK makes it, by place in the run (:attr:`ns`:
+    ``start:chat``, ``end:execute_tool create_claim``, ``end:chat, the run's first``, ...: a tool's
+    end by the tool's name, a model call's as the run's first or a later one) and so by call and
+    span kind (:attr:`by_kind`): the costs that come once a run (the first model call, the write,
+    the run's end) apart from those every span pays. The timing itself adds to the arm's time:
+    with ``--in-calls`` the arm's ratio is not the headline."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.ns: dict[str, list[int]] = collections.defaultdict(list)
-        self.by_place: dict[str, list[int]] = collections.defaultdict(list)
         self._chats: set[int] = set()  # traces whose first model call ended (the mixes: a run a trace)
+
+    @property
+    def by_kind(self) -> dict[str, list[int]]:
+        """The calls by call and span kind (``end:execute_tool``), the places of each kind together."""
+        out: dict[str, list[int]] = collections.defaultdict(list)
+        for place, ns in self.ns.items():
+            out[place.split(" ")[0].rstrip(",")].extend(ns)
+        return out
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
         t0 = time.perf_counter_ns()
         self.inner.on_start(span, parent_context)
-        ns = time.perf_counter_ns() - t0
-        key = "start:" + str(span._attributes.get("gen_ai.operation.name"))
-        self.ns[key].append(ns)
-        self.by_place[key].append(ns)
+        self.ns["start:" + str(span._attributes.get("gen_ai.operation.name"))].append(time.perf_counter_ns() - t0)
 
     def on_end(self, span: ReadableSpan) -> None:
         t0 = time.perf_counter_ns()
         self.inner.on_end(span)
         ns = time.perf_counter_ns() - t0
+        self.ns[self._place(span)].append(ns)
+
+    def _place(self, span: ReadableSpan) -> str:
         attrs = span._attributes
         op = str(attrs.get("gen_ai.operation.name"))
-        self.ns["end:" + op].append(ns)
-        self.by_place[self._place(span, op, attrs)].append(ns)
-
-    def _place(self, span: ReadableSpan, op: str, attrs: Any) -> str:
         trace = span._context.trace_id
         if op == "execute_tool":
             return f"end:execute_tool {attrs.get('gen_ai.tool.name')}"

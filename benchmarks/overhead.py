@@ -117,7 +117,6 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         if r == warmup:
             for t in timed.values():
                 t.ns.clear()
-                t.by_place.clear()
         times: dict[str, list[int]] = {name: [] for name in names}
         if gc_off:
             gc.disable()
@@ -169,13 +168,14 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     if bg is not None:
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
     for name, t in timed.items():  # median calls, as the runs above; mean calls add up to the arm's time
-        by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(t.ns.items())}
+        kinds = t.by_kind
+        by_kind = {k: statistics.median(v) / 1e3 for k, v in sorted(kinds.items())}
         measured = rounds * runs
         out.setdefault("in_calls", {})[name] = {
             "us_by_kind": by_kind,
-            "us_per_span": sum(by_kind[k] * len(v) for k, v in t.ns.items()) / (measured * wl.SPANS_PER_RUN),
+            "us_per_span": sum(by_kind[k] * len(v) for k, v in kinds.items()) / (measured * wl.SPANS_PER_RUN),
             "us_a_run_by_mean": sum(sum(v) for v in t.ns.values()) / measured / 1e3,
-            "us_a_run_by_place": {k: sum(v) / measured / 1e3 for k, v in t.by_place.items()}}
+            "us_a_run_by_place": {k: sum(v) / measured / 1e3 for k, v in t.ns.items()}}
     if timed:  # where the processor's calls take longer than the floor's, by place, us a run (means)
         p, f = (out["in_calls"][n]["us_a_run_by_place"] for n in ("processor", "floor"))
         out["in_calls_gap_us_a_run"] = dict(sorted(((k, p[k] - f.get(k, 0.0)) for k in p), key=lambda kv: -kv[1]))

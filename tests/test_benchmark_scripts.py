@@ -37,6 +37,7 @@ def test_overhead_reports_every_arm_against_the_sdk_and_the_floor() -> None:
         assert {"end:execute_tool create_claim", "end:chat, the run's first", "end:chat, a later one",
                 "start:invoke_agent", "end:invoke_agent"} <= set(places)
         assert abs(sum(places.values()) - calls[arm]["us_a_run_by_mean"]) < 1e-6 * calls[arm]["us_a_run_by_mean"]
+        assert {p.split(" ")[0].rstrip(",") for p in places} == set(calls[arm]["us_by_kind"])  # every place of a kind
     assert set(s["in_calls_gap_us_a_run"]) == set(calls["processor"]["us_a_run_by_place"])
     assert s["background_drain_ms"]["max"] >= 0
 
