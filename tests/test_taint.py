@@ -103,8 +103,9 @@ def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) 
     events = weakref.ref(span._events)
     h.end(root, 3.0)
     conv = h.processor.engine._store.conversations["c7"]
-    [pending] = conv.extra["taint"].pending
-    assert (pending.tool, pending.result, json.loads(pending.arguments)) == ("read_inbox", BILL, {"folder": "in"})
+    unread = conv.extra["taint_unread"]
+    assert (unread["tools"], unread["results"], [json.loads(a) for a in unread["arguments"]]) == (
+        ("read_inbox",), (BILL,), [{"folder": "in"}])
     h.trajectories.clear()  # the test's own hold on the finished run
     del span
     gc.collect()
@@ -114,15 +115,52 @@ def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) 
     h.tool(root, "send_money", {"recipient": IBAN, "amount": 98.7}, at=6.0, result="ok")
     h.end(root, 7.0)
     assert [(v.rule, v.details["source_tool"]) for v in h.violations] == [("tainted_argument", "read_inbox")]
-    assert [p.tool for p in conv.extra["taint"].pending] == ["send_money"]  # read: only this turn's waits
+    assert conv.extra["taint_unread"]["tools"] == ("send_money",)  # read: only this turn's waits
 
     h = make_processor("taint: {max_bytes: 1024}")
     for turn in range(3):
         root = h.agent("banker", 10.0 * turn, conv="c8")
         h.tool(root, "get_webpage", {"url": "news.com"}, at=10.0 * turn + 1, result=f"{turn} " + "news " * 100)
         h.end(root, 10.0 * turn + 2)
-    prov = h.processor.engine._store.conversations["c8"].extra["taint"]
-    assert prov.pending_bytes <= 1024 and len(prov.pending) < 3
+    extra = h.processor.engine._store.conversations["c8"].extra
+    assert "taint" in extra  # read past the bound
+    assert "taint_unread" not in extra or extra["taint_unread"]["bytes"] <= 1024 and len(extra["taint_unread"]["tools"]) < 3
+
+
+def test_a_kept_conversation_leaves_the_garbage_collector_nothing_to_visit(make_processor: Any) -> None:
+    """Conversations are kept for an hour after their turns, and every object they hold is visited
+    by each of the host's full collections, on whichever thread triggers it (15,000 runs of the
+    tool-heavy mix: 1.7-1.9 s of full collections when each unread result was an object, 0.7-0.8 s
+    now). A conversation's unread results and its writes are containers of strings and numbers
+    only, which a full collection stops tracking: the Conversation and its ``extra`` dict stay the
+    only ones."""
+    h = make_processor()
+    for turn in range(3):
+        root = h.agent("banker", 10.0 * turn, conv="c9")
+        chat(h, root, 10.0 * turn + 1, "pay bob what the bill says")
+        h.tool(root, "read_inbox", {"folder": "in"}, at=10.0 * turn + 2, result=BILL)
+        h.tool(root, "get_balance", {}, at=10.0 * turn + 3, result={"balance": 1200.5, "currency": "EUR"})
+        h.tool(root, "send_money", {"recipient": "bob", "amount": turn}, at=10.0 * turn + 4, result="ok")
+        h.end(root, 10.0 * turn + 5)
+    conv = h.processor.engine._store.conversations["c9"]
+    assert len(conv.extra["taint_unread"]["tools"]) == 9 and len(conv.writes_ok) == 3
+    gc.collect()
+    seen: set[int] = set()
+    tracked = []
+    todo: list[Any] = [*conv.extra.values(), conv.writes_ok, conv.writes_failed]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if gc.is_tracked(obj):
+            tracked.append(type(obj).__name__)
+        if isinstance(obj, dict):
+            todo.extend(obj.keys())
+            todo.extend(obj.values())
+        elif isinstance(obj, (tuple, list)):
+            todo.extend(obj)
+    assert tracked == []
 
 
 @pytest.mark.parametrize("hostile", ["a." * 32_768, "1-" * 32_768 + "x", "9" * 65_536 + "x"])

@@ -19,6 +19,7 @@ from ..reading.span_values import result_text
 from .check import Check
 
 KEY: Final = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
+UNREAD: Final = "taint_unread"  # a conversation's finished turns' results not read yet (pv.Unread)
 TRUSTED: Final = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
 _WHOLE_VALUES: Final = {"iban": "iban", "email": "email", "phone": "phone", "account_id": "word", "password": "word"}
 
@@ -66,7 +67,7 @@ def hits(event: ToolStep, check: Check) -> list[Hit] | None:
     """The call's sink arguments whose values first appeared in untrusted results: the rule's findings."""
     t = check.trajectory
     conv = t.conversation
-    if not t.steps and (conv is None or KEY not in conv.extra):
+    if not t.steps and (conv is None or (KEY not in conv.extra and UNREAD not in conv.extra)):
         return None
     policy = check.policy
     taint = policy.taint
@@ -158,16 +159,20 @@ def _conversation(policy: Policy, t: Trajectory) -> pv.Provenance | None:
     if conv is None:
         return None
     prov: pv.Provenance | None = conv.extra.get(KEY)
-    if prov is not None and prov.pending:
-        _read_pending(prov, policy)
+    if UNREAD in conv.extra:
+        prov = _read_unread(conv.extra, policy)
     return prov
 
 
-def _read_pending(prov: pv.Provenance, policy: Policy) -> None:
-    for p in prov.pending:
-        _read(prov, policy, p.tool, p.span_id, parse_arguments(p.arguments), result_text(p.result))
-    prov.pending = []
-    prov.pending_bytes = 0
+def _read_unread(extra: dict[str, Any], policy: Policy) -> pv.Provenance:
+    """The conversation's unread results read into its tokens (its Provenance, made if it has none)."""
+    prov: pv.Provenance | None = extra.get(KEY)
+    if prov is None:
+        prov = extra[KEY] = pv.Provenance(policy.taint.max_bytes)
+    unread: pv.Unread = extra.pop(UNREAD)
+    for tool, span_id, args, result in zip(unread["tools"], unread["span_ids"], unread["arguments"], unread["results"]):
+        _read(prov, policy, tool, span_id, parse_arguments(args), result_text(result))
+    return prov
 
 
 def _trusted(t: Trajectory, before_ns: int) -> tuple[set[int], str]:
@@ -208,24 +213,38 @@ def carry_over(t: Trajectory, policy: Policy) -> None:
         if own is not None:
             t.state_dropped += own.trimmed  # counted by the engine as state not kept
         return
-    prov: pv.Provenance | None = conv.extra.get(KEY)
-    if prov is None:
-        prov = conv.extra[KEY] = pv.Provenance(policy.taint.max_bytes)
+    extra = conv.extra
+    prov: pv.Provenance | None = extra.get(KEY)
     start = 0
     if own is not None:
+        if prov is None:
+            prov = extra[KEY] = pv.Provenance(policy.taint.max_bytes)
         prov.merge(own)
         prov.trimmed += own.trimmed
         start = own.cursor
-    for s in t.steps[start:]:  # what reading them takes, not the steps (they hold their spans' attributes)
+    tools: list[str] = []  # what reading them takes, not the steps (they hold their spans' attributes)
+    span_ids: list[int] = []
+    arguments: list[Any] = []
+    results: list[str] = []
+    size = 0
+    for s in t.steps[start:]:
         result = s.raw_result
         if result is None:
             continue
         if type(result) is not str:
             result = str(result)
         args = s.raw_arguments
-        prov.pending.append(pv.PendingResult(s.tool, s.span_id, args, result))
-        prov.pending_bytes += len(result) + (len(args) if type(args) is str else 0)
-    if prov.pending_bytes > prov.max_bytes:  # a conversation holds at most about its bound unread
-        _read_pending(prov, policy)
-    t.state_dropped += prov.trimmed - prov.counted
-    prov.counted = prov.trimmed
+        tools.append(s.tool)
+        span_ids.append(s.span_id)
+        arguments.append(args)
+        results.append(result)
+        size += len(result) + (len(args) if type(args) is str else 0)
+    if results:
+        unread = extra[UNREAD] = pv.more_unread(extra.get(UNREAD), pv.Unread(
+            tools=tuple(tools), span_ids=tuple(span_ids), arguments=tuple(arguments), results=tuple(results),
+            bytes=size))
+        if unread["bytes"] > policy.taint.max_bytes:  # a conversation holds at most about its bound unread
+            prov = _read_unread(extra, policy)
+    if prov is not None:
+        t.state_dropped += prov.trimmed - prov.counted
+        prov.counted = prov.trimmed

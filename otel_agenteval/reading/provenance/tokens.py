@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from .identifiers import identifiers, is_identifier, normal_url, normal_value
 
@@ -106,24 +106,34 @@ class Source:
         self.hops = 0
 
 
-class PendingResult:
-    """A finished step's result not read into tokens yet: what reading it takes (its raw arguments
-    and result, shared with its span), not the step, which holds its span's attributes and events."""
+class Unread(TypedDict):
+    """A conversation's finished turns' results not read into tokens yet, read on first need (a later
+    turn's sink), at most about ``taint.max_bytes`` of them: what reading each takes (its tool, span
+    id, raw arguments and result, shared with its span), not its step, which holds its span's
+    attributes and events. By column, the i-th of each one result: tuples of strings and numbers in
+    a dict are containers the garbage collector stops visiting, where an object a result would be
+    visited by every full collection, on the host's thread, for the hour a conversation is kept."""
 
-    __slots__ = ("arguments", "result", "span_id", "tool")
+    tools: tuple[str, ...]
+    span_ids: tuple[int, ...]
+    arguments: tuple[Any, ...]
+    results: tuple[str, ...]
+    bytes: int
 
-    def __init__(self, tool: str, span_id: int, arguments: Any, result: Any) -> None:
-        self.tool = tool
-        self.span_id = span_id
-        self.arguments = arguments
-        self.result = result
+
+def more_unread(unread: Unread | None, added: Unread) -> Unread:
+    """``unread`` (None: none yet) with ``added`` after it."""
+    if unread is None:
+        return added
+    return Unread(tools=unread["tools"] + added["tools"], span_ids=unread["span_ids"] + added["span_ids"],
+                  arguments=unread["arguments"] + added["arguments"], results=unread["results"] + added["results"],
+                  bytes=unread["bytes"] + added["bytes"])
 
 
 class Provenance:
     """The tokens of one run's (or conversation's) tool results, bounded in bytes; trims counted."""
 
-    __slots__ = ("counted", "cursor", "max_bytes", "pending", "pending_bytes", "shadowed", "size", "tokens",
-                 "trimmed")
+    __slots__ = ("counted", "cursor", "max_bytes", "shadowed", "size", "tokens", "trimmed")
 
     def __init__(self, max_bytes: int) -> None:
         self.tokens: dict[int, Source] = {}  # first untrusted source of a token; a trusted one overrides
@@ -131,8 +141,6 @@ class Provenance:
         self.size = 0
         self.trimmed = 0  # tokens not kept: the bound was reached
         self.cursor = 0  # steps of the run read so far
-        self.pending: list[PendingResult] = []  # finished turns' results, read on first need
-        self.pending_bytes = 0  # their length, bounded by ``max_bytes`` (past it they are read at once)
         self.counted = 0  # trims already counted by the engine
         self.shadowed: dict[int, Source] = {}  # an untrusted first source a trusted one overrode (for pointing)
 
