@@ -188,47 +188,85 @@ def make_extra(arm_name: str) -> SpanProcessor | None:
             "background": lambda: wl.make_processor(background=True)}[arm_name]()
 
 
-def cpu_child(arm_name: str, workload_name: str, runs: int) -> int:
-    """CPU ns of ``runs`` runs (after 200 warm-up runs) with this arm alone, the queues drained."""
+class CollectorTime:
+    """The garbage collector's time while installed (``gc.callbacks``): young (generations 0 and 1)
+    and full collections, ns, and how many full ones."""
+
+    def __init__(self) -> None:
+        self.young_ns = self.full_ns = self.full = 0
+        self._t0 = 0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter_ns()
+            return
+        spent = time.perf_counter_ns() - self._t0
+        if info["generation"] == 2:
+            self.full_ns += spent
+            self.full += 1
+        else:
+            self.young_ns += spent
+
+
+def cpu_child(arm_name: str, workload_name: str, runs: int) -> dict[str, int]:
+    """CPU ns of ``runs`` runs (after 200 warm-up runs) with this arm alone, the queues drained, and
+    the collector's part of it. The inputs are made 100 runs at a time, outside the CPU counted, so
+    what the process keeps between collections is the arm's (and the SDK's), not the harness's: a
+    long-lived process's full collections visit every object the processor keeps."""
     workload = wl.make_workload(workload_name)
     extra = make_extra(arm_name)
     arm = wl.Arm(arm_name, extra, workload)
     for run in workload.prepare(range(200)):
         workload.emit(arm.tracer, run)
-    inputs = workload.prepare(range(200, 200 + runs))
     arm.bsp.force_flush()
     if extra is not None:
         extra.force_flush()
     gc.collect()
+    collector = CollectorTime()
+    gc.callbacks.append(collector)
+    cpu = 0
+    for first in range(200, 200 + runs, 100):
+        inputs = workload.prepare(range(first, min(first + 100, 200 + runs)))
+        c0 = time.process_time_ns()
+        for run in inputs:
+            workload.emit(arm.tracer, run)
+        cpu += time.process_time_ns() - c0
     c0 = time.process_time_ns()
-    for run in inputs:
-        workload.emit(arm.tracer, run)
     if extra is not None:
         extra.force_flush()  # the background arm's backlog: its CPU counts
     arm.bsp.force_flush()
-    cpu = time.process_time_ns() - c0
+    cpu += time.process_time_ns() - c0
+    gc.callbacks.remove(collector)
     if isinstance(extra, TrajectoryProcessor):
         check_saw_all(extra, 200 + runs)
     arm.shutdown()
-    return cpu
+    return {"cpu_ns": cpu, "gc_young_ns": collector.young_ns, "gc_full_ns": collector.full_ns,
+            "full_collections": collector.full, "gc_tracked": len(gc.get_objects())}
 
 
 def measure_cpu(workload_name: str, runs: int, arm_names: list[str]) -> dict[str, Any]:
-    cpu: dict[str, list[int]] = {name: [] for name in arm_names}
+    got: dict[str, list[dict[str, int]]] = {name: [] for name in arm_names}
     for _ in range(CPU_REPEATS):
         for name in arm_names:
             done = subprocess.run([sys.executable, __file__, "--workload", workload_name, "--cpu-child", name,
                                    "--cpu", str(runs)], capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise SystemExit(f"--cpu: the {name} child failed: {done.stderr[-800:]}")
-            cpu[name].append(int(done.stdout.split()[-1]))
+            got[name].append(json.loads(done.stdout.splitlines()[-1]))
+    cpu = {name: [g["cpu_ns"] for g in v] for name, v in got.items()}
     base, floor = statistics.median(cpu["sdk"]), statistics.median(cpu["floor"])
     return {"runs": runs, "repeats": CPU_REPEATS,
             "us_per_span": {k: statistics.median(v) / (runs * wl.SPANS_PER_RUN) / 1e3 for k, v in cpu.items()},
             "over_sdk": {k: statistics.median(v) / base for k, v in cpu.items() if k != "sdk"},
             "over_sdk_range": {k: [min(v) / max(cpu["sdk"]), max(v) / min(cpu["sdk"])]
                                for k, v in cpu.items() if k != "sdk"},
-            "over_floor": {k: statistics.median(v) / floor for k, v in cpu.items() if k in OVER_FLOOR}}
+            "over_floor": {k: statistics.median(v) / floor for k, v in cpu.items() if k in OVER_FLOOR},
+            # the collector's part, per arm (medians): its share of the CPU, full collections and their ms
+            "collector": {k: {"share": statistics.median((g["gc_young_ns"] + g["gc_full_ns"]) / g["cpu_ns"] for g in v),
+                              "full_collections": statistics.median(g["full_collections"] for g in v),
+                              "full_ms": statistics.median(g["gc_full_ns"] for g in v) / 1e6,
+                              "tracked_objects": statistics.median(g["gc_tracked"] for g in v)}
+                          for k, v in got.items()}}
 
 
 # --- --alone: recorded spans replayed straight into the calls, no SDK ---------------------------------
@@ -384,6 +422,9 @@ def print_report(s: dict[str, Any]) -> None:
                   f"{k} {v:.3f}x ({c['over_sdk_range'][k][0]:.3f}-{c['over_sdk_range'][k][1]:.3f})"
                   for k, v in c["over_sdk"].items()) + "; / floor: " +
               ", ".join(f"{k} {v:.3f}x" for k, v in c["over_floor"].items()))
+        print("the garbage collector's part of that CPU (medians): " + "; ".join(
+            f"{k} {g['share']:.1%}, {g['full_collections']:.0f} full collections ({g['full_ms']:.0f} ms), "
+            f"{g['tracked_objects']:,.0f} objects tracked at the end" for k, g in c["collector"].items()))
     if "alone" in s:
         a = s["alone"]
         print(f"alone (recorded spans into the calls, no SDK, {a['spans']} spans): processor "
@@ -433,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.otel:
         wl.OTEL.update(on=True)
     if args.cpu_child:
-        print(cpu_child(args.cpu_child, args.workload, args.cpu))
+        print(json.dumps(cpu_child(args.cpu_child, args.workload, args.cpu)))
         return 0
     if args.callgrind_arm:
         callgrind_arm(args.callgrind_arm, wl.make_workload(args.workload), args.runs_per_round)

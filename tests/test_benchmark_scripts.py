@@ -50,6 +50,9 @@ def test_overhead_takes_the_captured_pydantic_ai_mix_and_measures_cpu() -> None:
     s = json.loads(done.stdout)
     assert s["workload"] == "pydantic-ai" and set(s["over_floor"]) == {"processor"}
     assert set(s["cpu"]["over_sdk"]) == {"processor", "floor"} and set(s["cpu"]["over_floor"]) == {"processor"}
+    collector = s["cpu"]["collector"]  # the collector's part of each arm's CPU, timed by gc.callbacks
+    assert set(collector) == {"sdk", "processor", "floor"}
+    assert all(0 <= g["share"] < 1 and g["tracked_objects"] > 1000 for g in collector.values())
 
 
 def test_every_arm_runs_alone_for_the_instruction_count() -> None:
