@@ -103,8 +103,8 @@ def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) 
     events = weakref.ref(span._events)
     h.end(root, 3.0)
     conv = h.processor.engine._store.conversations["c7"]
-    unread = conv.extra["taint_unread"]
-    assert (unread["tools"], unread["results"], [json.loads(a) for a in unread["arguments"]]) == (
+    unread = conv.unread
+    assert unread is not None and (unread["tools"], unread["results"], [json.loads(a) for a in unread["arguments"]]) == (
         ("read_inbox",), (BILL,), [{"folder": "in"}])
     h.trajectories.clear()  # the test's own hold on the finished run
     del span
@@ -115,16 +115,16 @@ def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) 
     h.tool(root, "send_money", {"recipient": IBAN, "amount": 98.7}, at=6.0, result="ok")
     h.end(root, 7.0)
     assert [(v.rule, v.details["source_tool"]) for v in h.violations] == [("tainted_argument", "read_inbox")]
-    assert conv.extra["taint_unread"]["tools"] == ("send_money",)  # read: only this turn's waits
+    assert conv.unread is not None and conv.unread["tools"] == ("send_money",)  # read: only this turn's waits
 
     h = make_processor("taint: {max_bytes: 1024}")
     for turn in range(3):
         root = h.agent("banker", 10.0 * turn, conv="c8")
         h.tool(root, "get_webpage", {"url": "news.com"}, at=10.0 * turn + 1, result=f"{turn} " + "news " * 100)
         h.end(root, 10.0 * turn + 2)
-    extra = h.processor.engine._store.conversations["c8"].extra
-    assert "taint" in extra  # read past the bound
-    assert "taint_unread" not in extra or extra["taint_unread"]["bytes"] <= 1024 and len(extra["taint_unread"]["tools"]) < 3
+    conv = h.processor.engine._store.conversations["c8"]
+    assert "taint" in conv.extra  # read past the bound
+    assert conv.unread is None or conv.unread["bytes"] <= 1024 and len(conv.unread["tools"]) < 3
 
 
 def test_a_kept_conversation_leaves_the_garbage_collector_nothing_to_visit(make_processor: Any) -> None:
@@ -132,8 +132,7 @@ def test_a_kept_conversation_leaves_the_garbage_collector_nothing_to_visit(make_
     by each of the host's full collections, on whichever thread triggers it (15,000 runs of the
     tool-heavy mix: 1.7-1.9 s of full collections when each unread result was an object, 0.7-0.8 s
     now). A conversation's unread results and its writes are containers of strings and numbers
-    only, which a full collection stops tracking: the Conversation and its ``extra`` dict stay the
-    only ones."""
+    only, which a full collection stops tracking: the Conversation stays the only one."""
     h = make_processor()
     for turn in range(3):
         root = h.agent("banker", 10.0 * turn, conv="c9")
@@ -143,11 +142,11 @@ def test_a_kept_conversation_leaves_the_garbage_collector_nothing_to_visit(make_
         h.tool(root, "send_money", {"recipient": "bob", "amount": turn}, at=10.0 * turn + 4, result="ok")
         h.end(root, 10.0 * turn + 5)
     conv = h.processor.engine._store.conversations["c9"]
-    assert len(conv.extra["taint_unread"]["tools"]) == 9 and len(conv.writes_ok) == 3
+    assert conv.unread is not None and len(conv.unread["tools"]) == 9 and len(conv.writes_ok) == 3
     gc.collect()
     seen: set[int] = set()
     tracked = []
-    todo: list[Any] = [*conv.extra.values(), conv.writes_ok, conv.writes_failed]
+    todo: list[Any] = [conv.extra, conv.unread, conv.writes_ok, conv.writes_failed]
     while todo:
         obj = todo.pop()
         if id(obj) in seen:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Container
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 from .arguments import parse_arguments  # re-exported: imported from here before the steps had a module
 from .steps import AgentSpan, LLMCall, ToolStep, rebuild
@@ -42,6 +42,31 @@ def short_hash(text: str) -> str:
     """A short stable hash for logs: argument values never go out in clear."""
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
 
+class UnreadResults(TypedDict):
+    """A conversation's finished turns' tool results the tainted-flow rule has not read into tokens
+    yet (``rules/taint_flow.py``), read on first need (a later turn's sink), at most about
+    ``taint.max_bytes`` of them: what reading each takes (its tool, span id, raw arguments and
+    result, shared with its span), not its step, which holds its span's attributes and events. By
+    column, the i-th of each one result: tuples of strings and numbers, which the cyclic GC stops
+    tracking, where an object a result would be visited by every full collection, on the host's
+    thread, for the hour a conversation is kept."""
+
+    tools: tuple[str, ...]
+    span_ids: tuple[int, ...]
+    arguments: tuple[Any, ...]
+    results: tuple[str, ...]
+    bytes: int
+
+
+def more_unread(unread: UnreadResults | None, added: UnreadResults) -> UnreadResults:
+    """``unread`` (None: none yet) with ``added`` after it."""
+    if unread is None:
+        return added
+    return UnreadResults(tools=unread["tools"] + added["tools"], span_ids=unread["span_ids"] + added["span_ids"],
+                         arguments=unread["arguments"] + added["arguments"],
+                         results=unread["results"] + added["results"], bytes=unread["bytes"] + added["bytes"])
+
+
 @dataclass(slots=True)
 class Conversation:
     """State that outlives one trajectory: what earlier turns wrote."""
@@ -52,18 +77,23 @@ class Conversation:
     writes_ok: dict[tuple[str, str], str] = field(default_factory=dict)  # call key -> trace hex
     writes_failed: dict[tuple[str, str], str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # rule-owned state (confirmations, repeats, …)
+    # the tainted-flow rule's unread tool results, kept out of ``extra``: a conversation holding only
+    # them and its writes is one object for the cyclic GC (a dict holding a dict stays tracked)
+    unread: UnreadResults | None = None
 
     # written out, like Trajectory's: one is made per new conversation, and in the compiled build
     # the dataclass-made __init__ would run as interpreted Python
     def __init__(self, id: str, last_seen_ns: int, touched_ns: int = 0,
                  writes_ok: dict[tuple[str, str], str] | None = None,
-                 writes_failed: dict[tuple[str, str], str] | None = None, extra: dict[str, Any] | None = None) -> None:
+                 writes_failed: dict[tuple[str, str], str] | None = None, extra: dict[str, Any] | None = None,
+                 unread: UnreadResults | None = None) -> None:
         self.id = id
         self.last_seen_ns = last_seen_ns
         self.touched_ns = touched_ns
         self.writes_ok = {} if writes_ok is None else writes_ok
         self.writes_failed = {} if writes_failed is None else writes_failed
         self.extra = {} if extra is None else extra
+        self.unread = unread
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)
@@ -217,4 +247,5 @@ def looping_calls(t: Trajectory, repeats: int, by_tool: dict[str, int]) -> list[
 
 
 __all__ = ["NO_LIMITS", "AgentSpan", "Conversation", "LLMCall", "Limits", "Outcome", "ToolStep", "Trajectory",
-           "looping_calls", "parse_arguments", "rebuild", "redundant_calls", "short_hash"]
+           "UnreadResults", "looping_calls", "more_unread", "parse_arguments", "rebuild", "redundant_calls",
+           "short_hash"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..model.arguments import parse_arguments
-from ..model.trajectory import ToolStep, Trajectory
+from ..model.trajectory import Conversation, ToolStep, Trajectory, UnreadResults, more_unread
 from ..policy.policy import Policy
 from ..reading.content import messages_of
 from ..reading.provenance import identifiers as ids
@@ -19,7 +19,6 @@ from ..reading.span_values import result_text
 from .check import Check
 
 KEY: Final = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
-UNREAD: Final = "taint_unread"  # a conversation's finished turns' results not read yet (pv.Unread)
 TRUSTED: Final = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
 _WHOLE_VALUES: Final = {"iban": "iban", "email": "email", "phone": "phone", "account_id": "word", "password": "word"}
 
@@ -67,7 +66,7 @@ def hits(event: ToolStep, check: Check) -> list[Hit] | None:
     """The call's sink arguments whose values first appeared in untrusted results: the rule's findings."""
     t = check.trajectory
     conv = t.conversation
-    if not t.steps and (conv is None or (KEY not in conv.extra and UNREAD not in conv.extra)):
+    if not t.steps and (conv is None or (KEY not in conv.extra and conv.unread is None)):
         return None
     policy = check.policy
     taint = policy.taint
@@ -158,20 +157,23 @@ def _conversation(policy: Policy, t: Trajectory) -> pv.Provenance | None:
     conv = t.conversation
     if conv is None:
         return None
+    if conv.unread is not None:
+        return _read_unread(conv, policy)
     prov: pv.Provenance | None = conv.extra.get(KEY)
-    if UNREAD in conv.extra:
-        prov = _read_unread(conv.extra, policy)
     return prov
 
 
-def _read_unread(extra: dict[str, Any], policy: Policy) -> pv.Provenance:
+def _read_unread(conv: Conversation, policy: Policy) -> pv.Provenance:
     """The conversation's unread results read into its tokens (its Provenance, made if it has none)."""
-    prov: pv.Provenance | None = extra.get(KEY)
+    prov: pv.Provenance | None = conv.extra.get(KEY)
     if prov is None:
-        prov = extra[KEY] = pv.Provenance(policy.taint.max_bytes)
-    unread: pv.Unread = extra.pop(UNREAD)
-    for tool, span_id, args, result in zip(unread["tools"], unread["span_ids"], unread["arguments"], unread["results"]):
-        _read(prov, policy, tool, span_id, parse_arguments(args), result_text(result))
+        prov = conv.extra[KEY] = pv.Provenance(policy.taint.max_bytes)
+    unread = conv.unread
+    conv.unread = None
+    if unread is not None:
+        for tool, span_id, args, result in zip(unread["tools"], unread["span_ids"], unread["arguments"],
+                                               unread["results"]):
+            _read(prov, policy, tool, span_id, parse_arguments(args), result_text(result))
     return prov
 
 
@@ -240,11 +242,11 @@ def carry_over(t: Trajectory, policy: Policy) -> None:
         results.append(result)
         size += len(result) + (len(args) if type(args) is str else 0)
     if results:
-        unread = extra[UNREAD] = pv.more_unread(extra.get(UNREAD), pv.Unread(
+        unread = conv.unread = more_unread(conv.unread, UnreadResults(
             tools=tuple(tools), span_ids=tuple(span_ids), arguments=tuple(arguments), results=tuple(results),
             bytes=size))
         if unread["bytes"] > policy.taint.max_bytes:  # a conversation holds at most about its bound unread
-            prov = _read_unread(extra, policy)
+            prov = _read_unread(conv, policy)
     if prov is not None:
         t.state_dropped += prov.trimmed - prov.counted
         prov.counted = prov.trimmed

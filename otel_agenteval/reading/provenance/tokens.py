@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Final, TypedDict
+from typing import Any, Final
 
 from .identifiers import identifiers, is_identifier, normal_url, normal_value
 
@@ -104,30 +104,6 @@ class Source:
         self.instructs = instructs  # how instruction-shaped the field's text is (0: not; 1: orders; 2: addresses the agent)
         self.hops_for: str | None = None  # the user's words ``hops`` was found for (one text per model call)
         self.hops = 0
-
-
-class Unread(TypedDict):
-    """A conversation's finished turns' results not read into tokens yet, read on first need (a later
-    turn's sink), at most about ``taint.max_bytes`` of them: what reading each takes (its tool, span
-    id, raw arguments and result, shared with its span), not its step, which holds its span's
-    attributes and events. By column, the i-th of each one result: tuples of strings and numbers in
-    a dict are containers the garbage collector stops visiting, where an object a result would be
-    visited by every full collection, on the host's thread, for the hour a conversation is kept."""
-
-    tools: tuple[str, ...]
-    span_ids: tuple[int, ...]
-    arguments: tuple[Any, ...]
-    results: tuple[str, ...]
-    bytes: int
-
-
-def more_unread(unread: Unread | None, added: Unread) -> Unread:
-    """``unread`` (None: none yet) with ``added`` after it."""
-    if unread is None:
-        return added
-    return Unread(tools=unread["tools"] + added["tools"], span_ids=unread["span_ids"] + added["span_ids"],
-                  arguments=unread["arguments"] + added["arguments"], results=unread["results"] + added["results"],
-                  bytes=unread["bytes"] + added["bytes"])
 
 
 class Provenance:
