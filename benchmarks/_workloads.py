@@ -39,15 +39,23 @@ from otel_agenteval import Policy, TrajectoryProcessor
 SPANS_PER_RUN = 14  # 1 agent + 5 chat + 8 tool
 ERROR_EVERY = 8  # one run in eight has a failing tool call
 
-POLICY = Policy.from_dict({
+POLICY_TOOLS = {
     # send_email is named (a read here), so its name does not make it a write: its constant arguments
     # would repeat across a conversation's runs, and the mix measures the clean path
     "tools": {"create_claim": {"write": True}, "send_email": {}},
+}
+POLICY = Policy.from_dict({
+    **POLICY_TOOLS,
     "agents": {"*": {"budget": {"max_steps": 40, "max_llm_calls": 20, "max_tokens": 200_000,
                                 "max_cost_usd": 5.0, "max_duration_s": 600}}},
     "pricing": {"gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}},
     "outcome": {"success_when": ["create_claim"]},
 })
+# the policy with rules left out, to tell what each part costs (overhead.py --variants)
+VARIANTS = {
+    "no_taint": POLICY.model_copy(update={"taint": POLICY.taint.model_copy(update={"enabled": False})}),
+    "bare": Policy.from_dict({**POLICY_TOOLS, "taint": {"enabled": False}}),  # no budget, price or success rule
+}
 
 # (tool, arguments template, result): the write tool's arguments carry the run number, so no
 # run repeats an earlier identical write (no violations fire; the mix measures the clean path).
@@ -373,10 +381,12 @@ def otel_outputs() -> dict[str, Any]:
     return {"meter_provider": MeterProvider(metric_readers=[InMemoryMetricReader()]), "logger_provider": logs}
 
 
-def make_processor(background: bool = False) -> TrajectoryProcessor:
+def make_processor(background: bool = False, variant: str | None = None) -> TrajectoryProcessor:
+    """The processor on the benchmark's policy (``variant``: one of :data:`VARIANTS` instead)."""
+    policy = POLICY if variant is None else VARIANTS[variant]
     if OTEL:
-        policy = POLICY.model_copy(update={"outputs": POLICY.outputs.model_copy(update={"evaluation_runs": True})})
+        policy = policy.model_copy(update={"outputs": policy.outputs.model_copy(update={"evaluation_runs": True})})
         return TrajectoryProcessor(policy, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
                                    background=background, **otel_outputs())
-    return TrajectoryProcessor(POLICY, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
+    return TrajectoryProcessor(policy, registry=CollectorRegistry(), on_violation=[VIOLATIONS.append],
                                background=background)

@@ -10,7 +10,10 @@ spans (``_workloads.py``: the captured pydantic-ai mix, tool-heavy, lean); only 
 - ``background`` (``--background``): ``TrajectoryProcessor(background=True)``: its median run is what
   the app's thread pays; after each round its queue is drained, untimed, and how long that took is
   reported (near zero: the checks kept up);
-- ``deferred_floor`` (``--deferred-floor``): the floor's work done once at the run's end.
+- ``deferred_floor`` (``--deferred-floor``): the floor's work done once at the run's end;
+- ``no_taint``, ``bare`` (``--variants``): the processor with the tainted-flow rule off, and with
+  nothing but the write named (no budget, price, success or tainted-flow rule): what the rules cost
+  against what the engine itself costs, in the same rounds.
 
 The arms take turns run by run (the order rotating every run, so each arm goes first, middle and
 last, both ways round), every run is timed on its own, and each round compares the arms' median
@@ -65,8 +68,10 @@ from otel_agenteval.cli.build import build_name  # noqa: E402
 TARGET, GOAL = 1.05, 1.02  # processor / floor (issue 44)
 CPU_REPEATS = 5  # --cpu: children per arm, alternating
 LABELS = {"empty": "empty 2nd processor", "processor": "TrajectoryProcessor", "background": "  background=True",
-          "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end"}
-OVER_FLOOR = ("processor", "background")  # the arms also compared with the floor
+          "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end",
+          "no_taint": "  taint: {enabled: false}", "bare": "  the write named, taint off"}
+VARIANTS = tuple(wl.VARIANTS)  # --variants: the processor on the policy with rules left out
+OVER_FLOOR = ("processor", "background", *VARIANTS)  # the arms also compared with the floor
 
 
 def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
@@ -87,7 +92,7 @@ def spread(ratios: list[float]) -> dict[str, Any]:
 
 
 def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool, background: bool,
-            deferred_floor: bool, gc_off: bool) -> dict[str, Any]:
+            deferred_floor: bool, gc_off: bool, variants: bool = False) -> dict[str, Any]:
     workload = wl.make_workload(workload_name)
     proc, floor = wl.make_processor(), Floor()
     timed = {"processor": TimedCalls(proc), "floor": TimedCalls(floor)} if in_calls else {}
@@ -100,6 +105,8 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     deferred = DeferredFloor() if deferred_floor else None
     if deferred is not None:
         arms.append(wl.Arm("deferred_floor", deferred, workload))
+    variant_procs = {v: wl.make_processor(variant=v) for v in VARIANTS} if variants else {}
+    arms.extend(wl.Arm(v, vp, workload) for v, vp in variant_procs.items())
     names = [arm.name for arm in arms]
     drains: list[float] = []  # ms to check what the background arm's round left queued
     orders = [arms[i:] + arms[:i] for i in range(len(arms))]
@@ -141,7 +148,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     for arm in arms:
         arm.shutdown()
     all_runs = (warmup + rounds) * runs
-    for checked in (proc, bg):
+    for checked in (proc, bg, *variant_procs.values()):
         if checked is not None:
             check_saw_all(checked, all_runs)
     for f in (floor, deferred):
@@ -455,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--in-calls", action="store_true", help="also time the processor's and the floor's calls in place")
     p.add_argument("--background", action="store_true", help="also the processor with background=True")
     p.add_argument("--deferred-floor", action="store_true", help="also the floor with all its work at the run's end")
+    p.add_argument("--variants", action="store_true",
+                   help="also the processor with the tainted-flow rule off, and with only the write named")
     p.add_argument("--gc-off", action="store_true", help="the garbage collector off during the runs")
     p.add_argument("--otel", action="store_true",
                    help="the processor with meter_provider and logger_provider (evaluation_runs: true)")
@@ -484,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache_sim and not args.instructions:
         p.error("--cache-sim goes with --instructions")
     s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
-                args.deferred_floor, args.gc_off)
+                args.deferred_floor, args.gc_off, args.variants)
     if args.cpu:
         s["cpu"] = measure_cpu(args.workload, args.cpu,
                                ["sdk", "processor", "floor", *(["background"] if args.background else [])])

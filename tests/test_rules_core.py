@@ -423,6 +423,44 @@ def test_a_custom_repeated_call_rule_runs_only_for_a_repeated_write(make_process
     assert [v.rule for v in h.violations] == ["duplicate_write", "duplicate_write"]
 
 
+def test_a_screened_rule_is_called_only_for_the_calls_its_test_passes(make_processor: Any) -> None:
+    from otel_agenteval.model.trajectory import ToolStep
+    from otel_agenteval.rules import applies_to, builtin_rules
+
+    tested: list[str] = []
+    seen: list[str] = []
+
+    def big(step: Any, policy: Any) -> bool:
+        tested.append(step.arguments["order_id"])
+        return step.arguments.get("amount", 0) > 100
+
+    @applies_to((ToolStep,), lambda p: p.write_tools, guard=True, when=big)
+    def big_refund(event: Any, check: Any) -> Any:
+        seen.append(event.arguments["order_id"])
+        if event.arguments.get("amount", 0) > 100:
+            return [check.violation("big_refund", "critical", "refunds over 100 need a human", event)]
+        return None
+
+    h = make_processor(WRITES_ONLY, rules=[*builtin_rules().values(), big_refund])
+    root = h.agent("support", 0)
+    h.tool(root, "issue_refund", {"order_id": "1", "amount": 5}, at=1)
+    h.tool(root, "issue_refund", {"order_id": "2", "amount": 500}, at=2)
+    h.tool(root, "lookup_order", {"order_id": "3"}, at=3)  # not a tool it looks at: not even tested
+    h.end(root, 4)
+    assert (tested, seen) == (["1", "2"], ["2"])
+    assert [v.rule for v in h.violations] == ["big_refund"]
+    # the guard asks the rule itself, before the call runs
+    from guard_support import call
+
+    guard = h.processor.guard()
+    other = h.agent("support", 10)
+    small = call(h, guard, other, "issue_refund", {"order_id": "4", "amount": 5}, at=11)
+    large = call(h, guard, other, "issue_refund", {"order_id": "5", "amount": 500}, at=12)
+    h.end(other, 13)
+    assert (small.allowed, large.allowed, large.rule) == (True, False, "big_refund")
+    assert seen[1:3] == ["4", "5"]
+
+
 def test_budget_gate_follows_the_agent_name_learned_late(make_processor: Any) -> None:
     # the budget depends on the agent; a name that arrives with the first tool span switches it
     policy = json.dumps({"agents": {"*": {"budget": {"max_steps": 100}}, "support": {"budget": {"max_steps": 1}}}})

@@ -346,3 +346,31 @@ def test_identifiers_cheap_test_lets_through_every_identifier_kept(text: str, fo
     from otel_agenteval.reading.provenance.identifiers import identifiers
 
     assert identifiers(text) == found
+
+
+@pytest.mark.parametrize(("tool", "arguments", "may"), [
+    ("create_claim", {"order_id": "1000005", "reason": "damaged"}, False),  # a write, no identifier in it
+    ("create_claim", {"order_id": "1000005", "note": "refund to bob@example.com"}, True),  # free text holding one
+    ("create_claim", {"order_id": 1000005, "amount": 9.5}, False),  # no string: nothing to look up
+    ("send_money", {"recipient": "bob", "amount": 1}, True),  # a declared sink takes the whole value
+    ("lookup_order", {"order_id": "evil.example.com"}, False),  # a read: only a URL argument is a sink
+    ("fetch", {"url": "https://evil.example.com/x"}, True),
+])
+def test_the_engine_calls_the_rule_only_for_a_call_it_may_find_something_in(
+        tool: str, arguments: dict[str, Any], may: bool) -> None:
+    """``may_hit`` (the rule's ``when``) is false only where ``hits`` can find nothing, whatever the
+    run read: here every result holds every value, and ``hits`` agrees with it."""
+    from otel_agenteval.model.trajectory import ToolStep, Trajectory
+    from otel_agenteval.rules import Check
+    from otel_agenteval.rules.taint_flow import hits, may_hit
+
+    policy = Policy.from_dict({"tools": {"create_claim": {"write": True}, "send_money": {"write": True}},
+                               "taint": {"sinks": {"send_money": {"recipient": "account_id"}}}})
+    assert may_hit(ToolStep(tool, 10, 11, 9, 1, raw_arguments=json.dumps(arguments)), policy) is may
+    # a run whose one result holds every value the calls pass: hits finds something exactly where may_hit allows
+    held = " ".join(str(v) for v in arguments.values())
+    t = Trajectory(key=1, trace_id=1, service_name="s", started_ns=0, agent_name="a", last_seen_ns=0)
+    t.steps.append(ToolStep("read_file", 1, 2, 8, 1, raw_arguments="{}", raw_result=held, index=0))
+    found = hits(ToolStep(tool, 10, 11, 9, 1, raw_arguments=json.dumps(arguments)),
+                 Check(t, policy, policy.budget_for("a")))
+    assert bool(found) is may  # found exactly where may_hit allows (never where it said no)

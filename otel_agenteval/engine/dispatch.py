@@ -10,7 +10,7 @@ is not checked again: :mod:`._threadstate` marks that thread.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Final
 
 from ..model.product_log import product_log
@@ -45,15 +45,27 @@ def limits_of(budget: Budget) -> Limits:
                   check_repeats=budget.max_repeats is not None)
 
 
+class Screened:
+    """A rule called for a tool step only when its test of the call passes (``applies_to(when=...)``)."""
+
+    __slots__ = ("rule", "rules", "test")
+
+    def __init__(self, rule: Rule, test: Callable[[ToolStep, Policy], bool]) -> None:
+        self.rule = rule
+        self.rules = (rule,)  # what Dispatch.run takes
+        self.test = test
+
+
 class ToolPlan:
     """What the policy does with one tool name, decided on its first call: one lookup per step."""
 
-    __slots__ = ("confirms", "on_repeat", "rules", "succeeds", "write")
+    __slots__ = ("confirms", "on_repeat", "rules", "screened", "succeeds", "write")
 
     def __init__(self, rules: tuple[Rule, ...], on_repeat: tuple[Rule, ...], write: bool, succeeds: bool,
-                 confirms: bool) -> None:
+                 confirms: bool, screened: tuple[Screened, ...] = ()) -> None:
         self.rules = rules  # rules that look at every call of it
         self.on_repeat = on_repeat  # rules declared repeated_call (a write only)
+        self.screened = screened  # rules that look at the calls their test passes (after ``rules``)
         self.write = write
         self.succeeds = succeeds  # a policy success_when tool
         self.confirms = confirms  # a confirmation tool
@@ -76,6 +88,7 @@ class Dispatch:
         self.gated: dict[type, tuple[Rule, ...]] = {}  # called only when an event crosses the budget
         tool_scope: list[tuple[Rule, Container[str] | None]] = []  # a set of names, or a container deciding
         repeat_scope: list[tuple[Rule, Container[str] | None]] = []
+        screened_scope: list[tuple[Rule, Container[str] | None]] = []
         for kind in (ToolStep, LLMCall, Finish):
             chosen, gated = [], []
             for rule in self.rules:
@@ -92,12 +105,16 @@ class Dispatch:
                     repeat_scope.append((rule, tools))
                     continue
                 if kind is ToolStep:
-                    tool_scope.append((rule, tools))
+                    if getattr(rule, "agenteval_when", None) is not None:
+                        screened_scope.append((rule, tools))
+                    else:
+                        tool_scope.append((rule, tools))
                 chosen.append(rule)
             self.by_event[kind] = tuple(chosen)
             self.gated[kind] = tuple(gated)
         self._tool_scope = tool_scope
         self._repeat_scope = repeat_scope
+        self._screened_scope = screened_scope
         self.gated_tool = self.gated[ToolStep]
         self.gated_llm = self.gated[LLMCall]
         self.gated_finish = self.gated[Finish]
@@ -121,7 +138,9 @@ class Dispatch:
             self._log_inferred(tool)
         plan = ToolPlan(tuple(r for r, tools in self._tool_scope if tools is None or tool in tools),
                         tuple(r for r, tools in self._repeat_scope if tools is None or tool in tools) if write else (),
-                        write, tool in self._success_tools, tool in self._confirmation_tools)
+                        write, tool in self._success_tools, tool in self._confirmation_tools,
+                        tuple(Screened(r, r.agenteval_when) for r, tools in self._screened_scope  # type: ignore[attr-defined]
+                              if tools is None or tool in tools))
         if len(self._plans) < MAX_PLANS:
             self._plans[tool] = plan
         return plan

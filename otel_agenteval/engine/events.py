@@ -131,6 +131,9 @@ class RunEvents:
             dispatch.run(step, self._check(run, t), out, plan.on_repeat)
         if plan.rules:
             dispatch.run(step, self._check(run, t), out, plan.rules)
+        for s in plan.screened:
+            if s.test(step, dispatch.policy):  # the call alone can give the rule nothing: not called
+                dispatch.run(step, self._check(run, t), out, s.rules)
         lim = t.limits
         if t.tool_calls + 1 > lim.max_steps or lim.check_repeats or step.end_ns - t.started_ns > lim.max_duration_ns:
             dispatch.run(step, self._check(run, t), out, dispatch.gated_tool)

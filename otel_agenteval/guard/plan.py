@@ -37,5 +37,6 @@ def plan_for(tool: str, d: ToolPlan, g: GuardPolicy, gated: tuple[Rule, ...], co
     own = g.tools.get(tool)
     mode = own.mode if own is not None and own.mode is not None else g.mode
     fail = own.on_error if own is not None and own.on_error is not None else g.on_error
-    return GuardPlan(tool, guarding(d.rules), guarding(d.on_repeat), gated, d.write, mode,
+    rules = (*d.rules, *(s.rule for s in d.screened))  # the guard asks screened rules themselves
+    return GuardPlan(tool, guarding(rules), guarding(d.on_repeat), gated, d.write, mode,
                      fail == "closed" if fail is not None else tool in confirming)

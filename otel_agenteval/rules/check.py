@@ -140,7 +140,8 @@ ALL_EVENTS = (ToolStep, LLMCall, Finish)
 
 def applies_to(events: tuple[type, ...] = ALL_EVENTS,
                tools: Callable[[Policy], Container[str] | None] | None = None,
-               over_budget: bool = False, repeated_call: bool = False, guard: bool = False) -> Callable[[Rule], Rule]:
+               over_budget: bool = False, repeated_call: bool = False, guard: bool = False,
+               when: Callable[[Any, Policy], bool] | None = None) -> Callable[[Rule], Rule]:
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
@@ -159,6 +160,10 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
 
     ``guard=True``: the guard may ask it about a tool call before the call runs (``check.preview``
     set): it then reads the state and changes nothing, and its findings block the call.
+
+    ``when(step, policy)`` (tool steps): a cheap test of the call alone, false where the rule can
+    find nothing; the engine then does not call it, nor make what a rule call needs. The guard
+    still asks the rule itself.
     """
 
     def mark(rule: Rule) -> Rule:
@@ -167,6 +172,7 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
         rule.agenteval_over_budget = over_budget  # type: ignore[attr-defined]
         rule.agenteval_repeated_call = repeated_call  # type: ignore[attr-defined]
         rule.agenteval_guard = guard  # type: ignore[attr-defined]
+        rule.agenteval_when = when  # type: ignore[attr-defined]
         return rule
 
     return mark

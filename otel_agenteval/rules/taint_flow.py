@@ -62,6 +62,35 @@ def sink_kind(taint: Any, declared: dict[str, str] | None, write: bool, arg: str
     return kind
 
 
+def _sinks(event: ToolStep, policy: Policy) -> tuple[dict[str, str] | None, bool] | None:
+    """The call's declared sinks and whether its other string arguments are sinks (a write);
+    ``None`` for a call with no sink argument (a read, and no URL in its raw arguments)."""
+    taint = policy.taint
+    declared, write = policy.sinks_for(event.tool)
+    if declared is None and not write:
+        raw = event.raw_arguments
+        if not taint.default_sinks or isinstance(raw, str) and taint.url_argument.search(raw) is None:
+            return None  # one search of the raw arguments: most reads have no URL argument
+    return declared, write
+
+
+def may_hit(event: ToolStep, policy: Policy) -> bool:
+    """Whether :func:`hits` may find something in this call, from the call alone: a sink argument
+    holds a URL or a whole value of its type, or free text that may hold an identifier (the
+    engine's test before it calls the rule; most writes end here)."""
+    sinks = _sinks(event, policy)
+    if sinks is None:
+        return False
+    declared, write = sinks
+    taint = policy.taint
+    for arg, value in event.arguments.items():
+        if isinstance(value, str) and value:
+            kind = sink_kind(taint, declared, write, arg)
+            if kind is not None and (kind == "url" or kind in _WHOLE_VALUES or ids.may_hold_identifier(value)):
+                return True
+    return False
+
+
 def hits(event: ToolStep, check: Check) -> list[Hit] | None:
     """The call's sink arguments whose values first appeared in untrusted results: the rule's findings."""
     t = check.trajectory
@@ -70,11 +99,10 @@ def hits(event: ToolStep, check: Check) -> list[Hit] | None:
         return None
     policy = check.policy
     taint = policy.taint
-    declared, write = policy.sinks_for(event.tool)
-    if declared is None and not write:
-        raw = event.raw_arguments
-        if not taint.default_sinks or isinstance(raw, str) and taint.url_argument.search(raw) is None:
-            return None  # one search of the raw arguments: most reads have no URL argument
+    sinks = _sinks(event, policy)
+    if sinks is None:
+        return None
+    declared, write = sinks
     out: list[Hit] | None = None
     own: pv.Provenance | None = None
     earlier: pv.Provenance | None = None
