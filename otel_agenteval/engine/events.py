@@ -159,8 +159,7 @@ class RunEvents:
                 dispatch.run(call, self._check(run, t), out, dispatch.gated_llm)
         self.assembler.llm(t, inp, outp, cost)
         if self.keeps_chat:  # the latest model call's messages, for confirmation/grounding/taint
-            t.extra["prev_chat"] = t.extra.get("last_chat")
-            t.extra["last_chat"] = (end_ns, span)
+            t.saw_chat(end_ns, span)
 
     def _agent(self, run: Run, t: Trajectory, info: AgentSpan, own: bool, now: int, attrs: dict[str, Any]) -> None:
         self._join(t, info.conversation_id, now)

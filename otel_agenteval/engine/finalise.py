@@ -18,7 +18,7 @@ from .assemble import Assembler, keep_first
 from .dispatch import Dispatch
 
 MAX_CONVERSATION_WRITES: Final = 4096  # write calls a conversation remembers, each map
-_SPAN_HOLDERS: Final = ("last_chat", "prev_chat", "dialogue", "confirmed", "repeats", "taint_trusted")  # rule state that may hold spans
+_SPAN_HOLDERS: Final = ("dialogue", "confirmed", "repeats", "taint_trusted")  # rule state that may hold spans
 _start_ns = attrgetter("start_ns")
 
 
@@ -64,6 +64,7 @@ def finish(t: Trajectory, reason: str, end_ns: int, check: Check | None, dispatc
     if dispatch.taint:
         taint_flow.carry_over(t, dispatch.policy)
     t.finished = True
+    t.forget_chats()
     extra = t.extra
     for key in _SPAN_HOLDERS:
         if key in extra:

@@ -62,9 +62,9 @@ def more_unread(unread: UnreadResults | None, added: UnreadResults) -> UnreadRes
     """``unread`` (None: none yet) with ``added`` after it."""
     if unread is None:
         return added
-    return UnreadResults(tools=unread["tools"] + added["tools"], span_ids=unread["span_ids"] + added["span_ids"],
-                         arguments=unread["arguments"] + added["arguments"],
-                         results=unread["results"] + added["results"], bytes=unread["bytes"] + added["bytes"])
+    return {"tools": unread["tools"] + added["tools"], "span_ids": unread["span_ids"] + added["span_ids"],
+            "arguments": unread["arguments"] + added["arguments"], "results": unread["results"] + added["results"],
+            "bytes": unread["bytes"] + added["bytes"]}
 
 
 @dataclass(slots=True)
@@ -134,6 +134,10 @@ class Trajectory:
     # agent run under a span of the app's own, the case keys of OTel baggage (read them, don't write)
     outer_attributes: list[dict[str, Any]] = field(default_factory=list)
     _hex: str = field(default="", init=False, repr=False, compare=False)
+    # the run's latest two model calls, (end_ns, span), while it runs: what confirmation, grounding
+    # and taint read the messages of at a write (fields, not ``extra``: one is kept every model call)
+    _last_chat: tuple[int, Any] | None = field(default=None, init=False, repr=False, compare=False)
+    _prev_chat: tuple[int, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __init__(self, key: int, trace_id: int, service_name: str, started_ns: int, agent_name: str = "unknown",
                  root: AgentSpan | None = None, conversation: Conversation | None = None,
@@ -174,9 +178,28 @@ class Trajectory:
         self.state_dropped = state_dropped
         self.outer_attributes = [] if outer_attributes is None else outer_attributes
         self._hex = ""
+        self._last_chat = None
+        self._prev_chat = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return rebuild(self)
+
+    def saw_chat(self, end_ns: int, span: Any) -> None:
+        """A model call of the run ended (kept while the run runs, for the rules that read messages)."""
+        self._prev_chat = self._last_chat
+        self._last_chat = (end_ns, span)
+
+    def chat_before(self, ns: int) -> tuple[int, Any] | None:
+        """Of the run's latest two model calls, the later one that ended by ``ns``: ``(end_ns, span)``."""
+        chat = self._last_chat
+        if chat is not None and chat[0] <= ns:
+            return chat
+        chat = self._prev_chat
+        return chat if chat is not None and chat[0] <= ns else None
+
+    def forget_chats(self) -> None:
+        """The run finished: it holds no span."""
+        self._last_chat = self._prev_chat = None
 
     @property
     def trace_hex(self) -> str:

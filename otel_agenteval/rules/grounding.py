@@ -25,12 +25,10 @@ def grounding_texts(check: Check, step: ToolStep) -> list[str]:
     conv = t.conversation
     if conv is not None:
         texts.extend(conv.extra.get("grounding_texts", ()))
-    for key in ("last_chat", "prev_chat"):
-        chat = t.extra.get(key)
-        if chat is not None and chat[0] <= step.start_ns:
-            msgs = messages_of(chat[1]) or []
-            texts.extend(m.text for m in msgs if m.role == "user" and m.text)
-            break
+    chat = t.chat_before(step.start_ns)
+    if chat is not None:
+        msgs = messages_of(chat[1]) or []
+        texts.extend(m.text for m in msgs if m.role == "user" and m.text)
     return texts
 
 

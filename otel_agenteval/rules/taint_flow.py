@@ -208,18 +208,17 @@ def _read_unread(conv: Conversation, policy: Policy) -> pv.Provenance:
 def _trusted(t: Trajectory, before_ns: int) -> tuple[set[int], str]:
     """Tokens and lower-cased text of the user's messages and the system prompt seen by the latest
     model call before ``before_ns`` (cached per call)."""
-    for key in ("last_chat", "prev_chat"):
-        chat = t.extra.get(key)
-        if chat is not None and chat[0] <= before_ns:
-            cached = t.extra.get(TRUSTED)
-            if cached is not None and cached[0] is chat[1]:
-                return cached[1], cached[2]
-            msgs = messages_of(chat[1]) or []
-            text = "\n".join(m.text for m in msgs if m.role in ("user", "system") and m.text)
-            tokens, lowered = pv.trusted_tokens(text), text.lower()
-            t.extra[TRUSTED] = (chat[1], tokens, lowered)
-            return tokens, lowered
-    return set(), ""
+    chat = t.chat_before(before_ns)
+    if chat is None:
+        return set(), ""
+    cached = t.extra.get(TRUSTED)
+    if cached is not None and cached[0] is chat[1]:
+        return cached[1], cached[2]
+    msgs = messages_of(chat[1]) or []
+    text = "\n".join(m.text for m in msgs if m.role in ("user", "system") and m.text)
+    tokens, lowered = pv.trusted_tokens(text), text.lower()
+    t.extra[TRUSTED] = (chat[1], tokens, lowered)
+    return tokens, lowered
 
 
 def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
@@ -270,9 +269,10 @@ def carry_over(t: Trajectory, policy: Policy) -> None:
         results.append(result)
         size += len(result) + (len(args) if type(args) is str else 0)
     if results:
-        unread = conv.unread = more_unread(conv.unread, UnreadResults(
-            tools=tuple(tools), span_ids=tuple(span_ids), arguments=tuple(arguments), results=tuple(results),
-            bytes=size))
+        # a dict display: compiled, calling the TypedDict makes the dict through Python keywords
+        added: UnreadResults = {"tools": tuple(tools), "span_ids": tuple(span_ids), "arguments": tuple(arguments),
+                                "results": tuple(results), "bytes": size}
+        unread = conv.unread = more_unread(conv.unread, added)
         if unread["bytes"] > policy.taint.max_bytes:  # a conversation holds at most about its bound unread
             prov = _read_unread(conv, policy)
     if prov is not None:

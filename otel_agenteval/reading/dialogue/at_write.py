@@ -1,7 +1,7 @@
 """The dialogue read at a write: only then, and once per model call (never on every span).
 
 The model call that issued the write carries the conversation so far in its input messages
-(kept by the engine as ``last_chat``/``prev_chat`` when the policy needs content). It is parsed
+(kept by the engine on the run, ``Trajectory.chat_before``, when the policy needs content). It is parsed
 and classified the first time a write asks, and kept on the run until the next model call; the
 next one's reading starts from it: only the messages added since are parsed and classified.
 """
@@ -42,11 +42,7 @@ def shows_paths(tp: ToolPolicy) -> list[str] | None:
 
 def chat_before(step: ToolStep, t: Trajectory) -> tuple[int, Any] | None:
     """The latest model call that ended before the write started: ``(end_ns, span)``."""
-    for key in ("last_chat", "prev_chat"):
-        chat = t.extra.get(key)
-        if chat is not None and chat[0] <= step.start_ns:
-            return chat  # type: ignore[no-any-return]
-    return None
+    return t.chat_before(step.start_ns)
 
 
 def dialogue_at(step: ToolStep, t: Trajectory, policy: Policy) -> tuple[Dialogue, Any] | None:

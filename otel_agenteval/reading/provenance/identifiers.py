@@ -35,8 +35,11 @@ _IDENT: Final = re.compile(_EMAIL + _URL + _IBAN + f"|(?P<phone>{_PHONE})", re.I
 _LINEAR: Final[Any] = _re2_compile(_EMAIL.replace("\\w", "\\pL\\pN_") + _URL + _IBAN + f"|(?P<phone>{_PHONE})")
 SHORT_TEXT: Final = 64  # characters up to which Python's re reads a text: faster on a sink value, bounded
 # no identifier without one of these (a dot or @, an IBAN's country and check digits, a phone's
-# 10 characters, or 8 after a +, as ``identifiers`` keeps no shorter one): text without any skips the long pattern
-_MAYBE_IDENT: Final = re.compile(r"[.@]|[A-Za-z]{2}\d\d|\d[\d ().-]{8,}\d|\+\(?\d[\d ().-]{6,}\d")  # no IGNORECASE: faster
+# 10 characters, or 8 after a +, as ``identifiers`` keeps no shorter one): text without any skips the
+# long pattern. The dot and @ are looked for first, and every other one holds a digit: text with none
+# of the three is decided without a pattern (see may_hold_identifier)
+_MAYBE_IDENT: Final = re.compile(r"[A-Za-z]{2}\d\d|\d[\d ().-]{8,}\d|\+\(?\d[\d ().-]{6,}\d")  # no IGNORECASE: faster
+_DIGIT: Final = re.compile(r"\d")
 _SCHEME: Final = re.compile(r"^[a-z][a-z0-9+.-]*://")
 
 
@@ -63,7 +66,9 @@ def normal_value(kind: str, value: str) -> str:
 
 def may_hold_identifier(text: str) -> bool:
     """A cheap test: ``False`` means :func:`identifiers` finds nothing in ``text``."""
-    return _MAYBE_IDENT.search(text) is not None
+    if "." in text or "@" in text:
+        return True
+    return _DIGIT.search(text) is not None and _MAYBE_IDENT.search(text) is not None
 
 
 def identifiers(text: str) -> list[tuple[str, str]]:
@@ -72,7 +77,7 @@ def identifiers(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT]
-    if _MAYBE_IDENT.search(text) is None:
+    if not may_hold_identifier(text):
         return out
     for m in (_IDENT if len(text) <= SHORT_TEXT or _LINEAR is None else _LINEAR).finditer(text):
         kind = m.lastgroup or ""
