@@ -430,9 +430,11 @@ def test_a_screened_rule_is_called_only_for_the_calls_its_test_passes(make_proce
     tested: list[str] = []
     seen: list[str] = []
 
-    def big(step: Any, policy: Any) -> bool:
-        tested.append(step.arguments["order_id"])
-        return step.arguments.get("amount", 0) > 100
+    def big(policy: Any) -> Any:  # made once for the policy: the test of a call
+        def test(step: Any) -> bool:
+            tested.append(step.arguments["order_id"])
+            return step.arguments.get("amount", 0) > 100
+        return test
 
     @applies_to((ToolStep,), lambda p: p.write_tools, guard=True, when=big)
     def big_refund(event: Any, check: Any) -> Any:

@@ -358,19 +358,38 @@ def test_identifiers_cheap_test_lets_through_every_identifier_kept(text: str, fo
 ])
 def test_the_engine_calls_the_rule_only_for_a_call_it_may_find_something_in(
         tool: str, arguments: dict[str, Any], may: bool) -> None:
-    """``may_hit`` (the rule's ``when``) is false only where ``hits`` can find nothing, whatever the
-    run read: here every result holds every value, and ``hits`` agrees with it."""
+    """The rule's test of a call (``CallTest``, its ``when``) is false only where ``hits`` can find
+    nothing, whatever the run read: here every result holds every value, and ``hits`` agrees with it."""
     from otel_agenteval.model.trajectory import ToolStep, Trajectory
     from otel_agenteval.rules import Check
-    from otel_agenteval.rules.taint_flow import hits, may_hit
+    from otel_agenteval.rules.taint_flow import CallTest, hits
 
     policy = Policy.from_dict({"tools": {"create_claim": {"write": True}, "send_money": {"write": True}},
                                "taint": {"sinks": {"send_money": {"recipient": "account_id"}}}})
-    assert may_hit(ToolStep(tool, 10, 11, 9, 1, raw_arguments=json.dumps(arguments)), policy) is may
-    # a run whose one result holds every value the calls pass: hits finds something exactly where may_hit allows
+    test = CallTest(policy)
+    for _ in range(2):  # the tool's sinks read from the policy, then kept
+        assert test(ToolStep(tool, 10, 11, 9, 1, raw_arguments=json.dumps(arguments))) is may
+    # a run whose one result holds every value the calls pass: hits finds something exactly where the test allows
     held = " ".join(str(v) for v in arguments.values())
     t = Trajectory(key=1, trace_id=1, service_name="s", started_ns=0, agent_name="a", last_seen_ns=0)
     t.steps.append(ToolStep("read_file", 1, 2, 8, 1, raw_arguments="{}", raw_result=held, index=0))
     found = hits(ToolStep(tool, 10, 11, 9, 1, raw_arguments=json.dumps(arguments)),
                  Check(t, policy, policy.budget_for("a")))
-    assert bool(found) is may  # found exactly where may_hit allows (never where it said no)
+    assert bool(found) is may  # found exactly where the test allows (never where it said no)
+
+
+def test_a_value_the_looser_test_passes_over_holds_no_identifier() -> None:
+    """``value_may_hold_identifier`` (no pattern, for argument values) never says no where the
+    identifier pattern finds one: random strings made of identifier pieces, and every case above."""
+    import random
+
+    from otel_agenteval.reading.provenance.identifiers import identifiers, may_hold_identifier, value_may_hold_identifier
+
+    pieces = ["a", "Z", "de", "DE89", "1", "42", "555", "+", "(", ")", "-", " ", ".", "@", "x", "٣", "é", "_", "/"]
+    rng = random.Random(44)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    texts += ["1000005", "5", "damaged", "order 1000000-5", "555 123 4567", "+1 555 1234", "AB12", "ab1٣"]
+    for text in texts:
+        if identifiers(text) or may_hold_identifier(text):
+            assert value_may_hold_identifier(text), text
+    assert not any(value_may_hold_identifier(v) for v in ("1000005", "5", "damaged", "1 000"))

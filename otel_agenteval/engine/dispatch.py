@@ -50,7 +50,7 @@ class Screened:
 
     __slots__ = ("rule", "rules", "test")
 
-    def __init__(self, rule: Rule, test: Callable[[ToolStep, Policy], bool]) -> None:
+    def __init__(self, rule: Rule, test: Callable[[ToolStep], bool]) -> None:
         self.rule = rule
         self.rules = (rule,)  # what Dispatch.run takes
         self.test = test
@@ -88,7 +88,7 @@ class Dispatch:
         self.gated: dict[type, tuple[Rule, ...]] = {}  # called only when an event crosses the budget
         tool_scope: list[tuple[Rule, Container[str] | None]] = []  # a set of names, or a container deciding
         repeat_scope: list[tuple[Rule, Container[str] | None]] = []
-        screened_scope: list[tuple[Rule, Container[str] | None]] = []
+        screened_scope: list[tuple[Screened, Container[str] | None]] = []
         for kind in (ToolStep, LLMCall, Finish):
             chosen, gated = [], []
             for rule in self.rules:
@@ -105,8 +105,9 @@ class Dispatch:
                     repeat_scope.append((rule, tools))
                     continue
                 if kind is ToolStep:
-                    if getattr(rule, "agenteval_when", None) is not None:
-                        screened_scope.append((rule, tools))
+                    when = getattr(rule, "agenteval_when", None)
+                    if when is not None:  # its test of a call, made once for this policy
+                        screened_scope.append((Screened(rule, when(policy)), tools))
                     else:
                         tool_scope.append((rule, tools))
                 chosen.append(rule)
@@ -139,8 +140,7 @@ class Dispatch:
         plan = ToolPlan(tuple(r for r, tools in self._tool_scope if tools is None or tool in tools),
                         tuple(r for r, tools in self._repeat_scope if tools is None or tool in tools) if write else (),
                         write, tool in self._success_tools, tool in self._confirmation_tools,
-                        tuple(Screened(r, r.agenteval_when) for r, tools in self._screened_scope  # type: ignore[attr-defined]
-                              if tools is None or tool in tools))
+                        tuple(s for s, tools in self._screened_scope if tools is None or tool in tools))
         if len(self._plans) < MAX_PLANS:
             self._plans[tool] = plan
         return plan

@@ -141,7 +141,7 @@ ALL_EVENTS = (ToolStep, LLMCall, Finish)
 def applies_to(events: tuple[type, ...] = ALL_EVENTS,
                tools: Callable[[Policy], Container[str] | None] | None = None,
                over_budget: bool = False, repeated_call: bool = False, guard: bool = False,
-               when: Callable[[Any, Policy], bool] | None = None) -> Callable[[Rule], Rule]:
+               when: Callable[[Policy], Callable[[Any], bool]] | None = None) -> Callable[[Rule], Rule]:
     """Optional: say which events (and, for tool steps, which tools) a rule looks at.
 
     The engine then calls it only for those, so a rule costs nothing where it cannot fire.
@@ -161,9 +161,9 @@ def applies_to(events: tuple[type, ...] = ALL_EVENTS,
     ``guard=True``: the guard may ask it about a tool call before the call runs (``check.preview``
     set): it then reads the state and changes nothing, and its findings block the call.
 
-    ``when(step, policy)`` (tool steps): a cheap test of the call alone, false where the rule can
-    find nothing; the engine then does not call it, nor make what a rule call needs. The guard
-    still asks the rule itself.
+    ``when(policy)`` (tool steps) makes, once per policy, a cheap test of a call alone,
+    ``test(step) -> bool``, false where the rule can find nothing: the engine then does not call the
+    rule, nor make what a rule call needs. The guard still asks the rule itself.
     """
 
     def mark(rule: Rule) -> Rule:

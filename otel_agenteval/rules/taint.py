@@ -28,7 +28,7 @@ def _sink_tools(policy: Policy) -> Container[str]:
     return policy.sink_tools if policy.taint.enabled else frozenset()
 
 
-@applies_to((ToolStep,), _sink_tools, guard=True, when=flow.may_hit)
+@applies_to((ToolStep,), _sink_tools, guard=True, when=flow.CallTest)
 def tainted_argument(event: Event, check: Check) -> list[Any] | None:
     if not isinstance(event, ToolStep):
         return None

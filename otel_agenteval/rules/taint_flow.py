@@ -20,6 +20,7 @@ from .check import Check
 
 KEY: Final = "taint"  # rule-owned state: a Provenance on the run's and the conversation's extra
 TRUSTED: Final = "taint_trusted"  # the latest model call read (a span: dropped at the run's end) and its trusted tokens
+MAX_TOOLS: Final = 4096  # tool names whose sinks CallTest keeps, as the engine's plans
 _WHOLE_VALUES: Final = {"iban": "iban", "email": "email", "phone": "phone", "account_id": "word", "password": "word"}
 
 
@@ -62,33 +63,43 @@ def sink_kind(taint: Any, declared: dict[str, str] | None, write: bool, arg: str
     return kind
 
 
-def _sinks(event: ToolStep, policy: Policy) -> tuple[dict[str, str] | None, bool] | None:
-    """The call's declared sinks and whether its other string arguments are sinks (a write);
-    ``None`` for a call with no sink argument (a read, and no URL in its raw arguments)."""
-    taint = policy.taint
-    declared, write = policy.sinks_for(event.tool)
+def _has_sinks(event: ToolStep, taint: Any, declared: dict[str, str] | None, write: bool) -> bool:
+    """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument."""
     if declared is None and not write:
         raw = event.raw_arguments
         if not taint.default_sinks or isinstance(raw, str) and taint.url_argument.search(raw) is None:
-            return None  # one search of the raw arguments: most reads have no URL argument
-    return declared, write
+            return False  # one search of the raw arguments: most reads have no URL argument
+    return True
 
 
-def may_hit(event: ToolStep, policy: Policy) -> bool:
-    """Whether :func:`hits` may find something in this call, from the call alone: a sink argument
-    holds a URL or a whole value of its type, or free text that may hold an identifier (the
-    engine's test before it calls the rule; most writes end here)."""
-    sinks = _sinks(event, policy)
-    if sinks is None:
+class CallTest:
+    """``tainted_argument``'s test of a call alone (``applies_to(when=CallTest)``, made once per
+    policy): whether :func:`hits` may find something in it, i.e. a sink argument holds a URL, a whole
+    value of its type, or text that may hold an identifier. Most writes end here; the policy's sinks
+    are read once per tool name and no pattern runs on a plain value."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.taint = policy.taint
+        self._sinks_for = policy.sinks_for
+        self._sinks: dict[str, tuple[dict[str, str] | None, bool]] = {}
+
+    def __call__(self, event: ToolStep) -> bool:
+        tool = event.tool
+        sinks = self._sinks.get(tool)
+        if sinks is None:
+            sinks = self._sinks_for(tool)
+            if len(self._sinks) < MAX_TOOLS:  # tool names come from models
+                self._sinks[tool] = sinks
+        declared, write = sinks
+        taint = self.taint
+        if not _has_sinks(event, taint, declared, write):
+            return False
+        for arg, value in event.arguments.items():
+            if isinstance(value, str) and value:
+                kind = sink_kind(taint, declared, write, arg)
+                if kind is not None and (kind == "url" or kind in _WHOLE_VALUES or ids.value_may_hold_identifier(value)):
+                    return True
         return False
-    declared, write = sinks
-    taint = policy.taint
-    for arg, value in event.arguments.items():
-        if isinstance(value, str) and value:
-            kind = sink_kind(taint, declared, write, arg)
-            if kind is not None and (kind == "url" or kind in _WHOLE_VALUES or ids.may_hold_identifier(value)):
-                return True
-    return False
 
 
 def hits(event: ToolStep, check: Check) -> list[Hit] | None:
@@ -99,10 +110,9 @@ def hits(event: ToolStep, check: Check) -> list[Hit] | None:
         return None
     policy = check.policy
     taint = policy.taint
-    sinks = _sinks(event, policy)
-    if sinks is None:
+    declared, write = policy.sinks_for(event.tool)
+    if not _has_sinks(event, taint, declared, write):
         return None
-    declared, write = sinks
     out: list[Hit] | None = None
     own: pv.Provenance | None = None
     earlier: pv.Provenance | None = None

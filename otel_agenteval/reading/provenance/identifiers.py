@@ -71,6 +71,24 @@ def may_hold_identifier(text: str) -> bool:
     return _DIGIT.search(text) is not None and _MAYBE_IDENT.search(text) is not None
 
 
+def value_may_hold_identifier(value: str) -> bool:
+    """A looser test than :func:`may_hold_identifier`, with no pattern, for a short text (a call's
+    argument value): ``False`` still means :func:`identifiers` finds nothing. Every identifier holds
+    a dot or @, or a digit and either an ASCII letter in four characters or more (an IBAN's country
+    and check digits) or nine characters (a phone: ten, or nine with its +)."""
+    if "." in value or "@" in value:
+        return True
+    if len(value) < 4:
+        return False
+    digit = letter = False
+    for c in value:
+        if "0" <= c <= "9" or c > "\x7f" and c.isdecimal():
+            digit = True
+        elif "a" <= c <= "z" or "A" <= c <= "Z":
+            letter = True
+    return digit and (letter or len(value) >= 9)
+
+
 def identifiers(text: str) -> list[tuple[str, str]]:
     """The typed identifiers in ``text`` (its head: :data:`~...model.patterns.MAX_TEXT` characters):
     ``(kind, normalised value)``, URLs also by their host."""
