@@ -14,14 +14,14 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "overhead.py"
 def test_overhead_reports_every_arm_against_the_sdk_and_the_floor() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "tool-heavy", "--rounds", "2",
                            "--runs-per-round", "5", "--warmup", "0", "--background", "--deferred-floor", "--in-calls",
-                           "--json"], capture_output=True, text=True, timeout=120, check=False)
+                           "--variants", "--json"], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads(done.stdout)
     assert s["rounds"] == 2 and s["runs_per_round"] == 5
-    arms = {"empty", "processor", "floor", "background", "deferred_floor"}
+    arms = {"empty", "processor", "floor", "background", "deferred_floor", "no_taint", "bare"}
     assert set(s["over_sdk"]) == arms == set(s["ratio_of_totals"]) == set(s["added_us_per_span"])
-    # the processor arms are also read against the floor, round by round
-    assert set(s["over_floor"]) == {"processor", "background"} == set(s["over_floor_us_per_span"])
+    # the processor arms (the policy's variants too) are also read against the floor, round by round
+    assert set(s["over_floor"]) == {"processor", "background", "no_taint", "bare"} == set(s["over_floor_us_per_span"])
     for x in (*s["over_sdk"].values(), *s["over_floor"].values()):
         assert len(x["rounds"]) == 2
         assert all(r > 0 for r in x["rounds"])
