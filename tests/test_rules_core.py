@@ -463,6 +463,29 @@ def test_a_screened_rule_is_called_only_for_the_calls_its_test_passes(make_proce
     assert seen[1:3] == ["4", "5"]
 
 
+def test_a_screened_rule_whose_test_raises_is_called_and_the_error_counted(make_processor: Any) -> None:
+    from otel_agenteval.model.trajectory import ToolStep
+    from otel_agenteval.rules import applies_to
+
+    def broken(policy: Any) -> Any:
+        def test(step: Any) -> bool:
+            raise RuntimeError("bug in a rule's test")
+        return test
+
+    @applies_to((ToolStep,), lambda p: p.write_tools, when=broken)
+    def refunds(event: Any, check: Any) -> Any:
+        return [check.violation("refund_seen", "info", "a refund", event)]
+
+    h = make_processor(WRITES_ONLY, rules=[refunds])
+    root = h.agent("support", 0)
+    h.tool(root, "issue_refund", {"order_id": "1", "amount": 5}, at=1)
+    h.end(root, 2)
+    assert [v.rule for v in h.violations] == ["refund_seen"]  # the rule decided
+    assert h.processor.stats()["errors"]["rule"] == 1
+    [t] = h.trajectories
+    assert [s.tool for s in t.steps] == ["issue_refund"]  # and the step was recorded
+
+
 def test_budget_gate_follows_the_agent_name_learned_late(make_processor: Any) -> None:
     # the budget depends on the agent; a name that arrives with the first tool span switches it
     policy = json.dumps({"agents": {"*": {"budget": {"max_steps": 100}}, "support": {"budget": {"max_steps": 1}}}})

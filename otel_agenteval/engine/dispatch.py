@@ -172,6 +172,15 @@ class Dispatch:
     def check_of(self, t: Trajectory) -> Check:
         return Check(t, self.policy, self.policy.budget_for(t.agent_name))
 
+    def passes(self, screened: Screened, step: ToolStep) -> bool:
+        """Whether a screened rule's test lets it see ``step``; a test that raises is counted (stage
+        ``rule``) and lets it: the rule decides."""
+        try:
+            return bool(screened.test(step))
+        except BaseException:  # a broken test must neither break the host nor hide a finding
+            caught(self.errors, "rule")
+            return True
+
     def run(self, event: Any, check: Check, out: list[Violation], rules: tuple[Rule, ...]) -> None:
         """Call ``rules`` for ``event``; what they find goes to ``out``. A rule that raises is counted."""
         enter()

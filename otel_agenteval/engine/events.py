@@ -132,7 +132,7 @@ class RunEvents:
         if plan.rules:
             dispatch.run(step, self._check(run, t), out, plan.rules)
         for s in plan.screened:
-            if s.test(step):  # false: the call alone can give the rule nothing, so it is not called
+            if dispatch.passes(s, step):  # false: the call alone can give the rule nothing, so it is not called
                 dispatch.run(step, self._check(run, t), out, s.rules)
         lim = t.limits
         if t.tool_calls + 1 > lim.max_steps or lim.check_repeats or step.end_ns - t.started_ns > lim.max_duration_ns:
