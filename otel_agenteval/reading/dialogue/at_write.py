@@ -40,15 +40,10 @@ def shows_paths(tp: ToolPolicy) -> list[str] | None:
     return tp.confirm_arguments
 
 
-def chat_before(step: ToolStep, t: Trajectory) -> tuple[int, Any] | None:
-    """The latest model call that ended before the write started: ``(end_ns, span)``."""
-    return t.chat_before(step.start_ns)
-
-
 def dialogue_at(step: ToolStep, t: Trajectory, policy: Policy) -> tuple[Dialogue, Any] | None:
     """The classified dialogue before this write and the span it was read from; ``None`` if the
     spans carry no messages."""
-    chat = chat_before(step, t)
+    chat = t.chat_before(step.start_ns)  # the latest model call that ended before the write started
     if chat is None:
         return None
     cached = t.extra.get("dialogue")
