@@ -131,3 +131,40 @@ def test_one_run_from_many_threads_loses_nothing(make_processor: Any) -> None:
     assert len(t.writes_ok) == min(8 * per_thread, 512)  # bounded by max_steps_per_trajectory
     assert h.violations == []  # every call distinct: no duplicate seen where there is none
     assert h.agent_value("agenteval_tool_calls_total", "support", tool="create_claim", status="ok") == 8 * per_thread
+
+
+def test_a_run_is_checked_by_one_thread_at_a_time(make_processor: Any) -> None:
+    """Two threads end tool spans of one run at once: the second end is queued and applied after the
+    first one's rule returns (the rules never see the run from two threads at once), and the second
+    thread's ``end()`` does not wait for it."""
+    import time
+
+    from otel_agenteval.model.trajectory import ToolStep
+    from otel_agenteval.rules import applies_to
+
+    inside: list[str] = []
+    overlaps: list[tuple[str, str]] = []
+
+    @applies_to((ToolStep,))
+    def slow_rule(event: Any, check: Any) -> None:
+        if inside:
+            overlaps.append((inside[0], event.tool))
+        inside.append(event.tool)
+        if event.tool == "slow":
+            time.sleep(0.3)  # another thread ends a span of this run meanwhile
+        inside.pop()
+
+    h = make_processor(rules=[slow_rule])
+    root = h.agent("support", 0)
+    first = threading.Thread(target=h.tool, args=(root, "slow", {}), kwargs={"at": 1.0})
+    first.start()
+    time.sleep(0.05)  # the slow rule is running
+    began = time.perf_counter()
+    h.tool(root, "quick", {}, at=1.1)
+    waited = time.perf_counter() - began
+    first.join(timeout=5)
+    h.end(root, 2)
+    assert overlaps == []
+    assert waited < 0.2, f"end() waited {waited:.3f}s for another thread's rule"
+    (t,) = h.trajectories
+    assert [s.tool for s in t.steps] == ["slow", "quick"]

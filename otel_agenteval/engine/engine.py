@@ -218,12 +218,12 @@ class Engine:
         if self._one_caller and not run.inbox:  # no other thread: nobody to wait for
             events.span_ended(run, kind, item, span, attrs, end_ns, root_end, now)
             return
-        busy = run.busy
-        if not run.inbox and busy.acquire(False):  # the usual case: nobody else at this run
+        turn = run.turn
+        if not run.inbox and turn.take():  # the usual case: nobody else at this run
             try:
                 events.span_ended(run, kind, item, span, attrs, end_ns, root_end, now)
             finally:
-                busy.release()
+                turn.give_back()
             if run.inbox:  # queued meanwhile by other threads
                 self._drain(run, now)
             return
@@ -232,14 +232,14 @@ class Engine:
 
     def _drain(self, run: Run, now: int) -> None:
         inbox = run.inbox
-        busy = run.busy
+        turn = run.turn
         apply = self._events.apply
-        while inbox and busy.acquire(False):  # checked again after release: nothing is left behind
+        while inbox and turn.take():  # checked again after giving it back: nothing is left behind
             try:
                 while inbox:
                     apply(run, inbox.pop(0), now)  # atomic, like append: another thread may be queueing
             finally:
-                busy.release()
+                turn.give_back()
 
     def _sweep(self, now: int) -> None:
         """Expiry (once a second of the clock), then the evicted runs finalised, outside the lock."""

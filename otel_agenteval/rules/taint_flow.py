@@ -7,6 +7,7 @@ A write whose sink values hold no identifier (most of them) is decided without m
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from ..model.arguments import parse_arguments
@@ -55,21 +56,32 @@ def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]] | None:
     return [pv.token(k, v) for k, v in found], [v for _, v in found]
 
 
-def sink_kind(taint: Any, declared: dict[str, str] | None, write: bool, arg: str) -> str | None:
-    """The type an argument is compared as, or ``None``: not a sink."""
-    kind = declared.get(arg) if declared is not None else None
-    if kind is None and taint.default_sinks:
-        return "url" if arg.lower() in taint.url_names else "text" if write else None
-    return kind
+class SinkArguments:
+    """Which arguments of a call are sinks, and compared as what type: the policy's ``taint``
+    settings read once into plain fields (each read of a policy's field is a generic attribute
+    lookup)."""
 
+    __slots__ = ("default_sinks", "url_argument", "url_names")
 
-def _has_sinks(event: ToolStep, taint: Any, declared: dict[str, str] | None, write: bool) -> bool:
-    """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument."""
-    if declared is None and not write:
-        raw = event.raw_arguments
-        if not taint.default_sinks or isinstance(raw, str) and taint.url_argument.search(raw) is None:
-            return False  # one search of the raw arguments: most reads have no URL argument
-    return True
+    def __init__(self, taint: Any) -> None:
+        self.default_sinks: bool = taint.default_sinks
+        self.url_names: frozenset[str] = taint.url_names
+        self.url_argument: re.Pattern[str] = taint.url_argument
+
+    def kind(self, declared: dict[str, str] | None, write: bool, arg: str) -> str | None:
+        """The type an argument is compared as, or ``None``: not a sink."""
+        kind = declared.get(arg) if declared is not None else None
+        if kind is None and self.default_sinks:
+            return "url" if arg.lower() in self.url_names else "text" if write else None
+        return kind
+
+    def in_call(self, event: ToolStep, declared: dict[str, str] | None, write: bool) -> bool:
+        """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument."""
+        if declared is None and not write:
+            raw = event.raw_arguments
+            if not self.default_sinks or isinstance(raw, str) and self.url_argument.search(raw) is None:
+                return False  # one search of the raw arguments: most reads have no URL argument
+        return True
 
 
 class CallTest:
@@ -79,7 +91,7 @@ class CallTest:
     are read once per tool name and no pattern runs on a plain value."""
 
     def __init__(self, policy: Policy) -> None:
-        self.taint = policy.taint
+        self.arguments = SinkArguments(policy.taint)
         self._sinks_for = policy.sinks_for
         self._sinks: dict[str, tuple[dict[str, str] | None, bool]] = {}
 
@@ -91,12 +103,12 @@ class CallTest:
             if len(self._sinks) < MAX_TOOLS:  # tool names come from models
                 self._sinks[tool] = sinks
         declared, write = sinks
-        taint = self.taint
-        if not _has_sinks(event, taint, declared, write):
+        sink = self.arguments
+        if not sink.in_call(event, declared, write):
             return False
         for arg, value in event.arguments.items():
             if isinstance(value, str) and value:
-                kind = sink_kind(taint, declared, write, arg)
+                kind = sink.kind(declared, write, arg)
                 if kind is not None and (kind == "url" or kind in _WHOLE_VALUES or ids.value_may_hold_identifier(value)):
                     return True
         return False
@@ -111,7 +123,8 @@ def hits(event: ToolStep, check: Check) -> list[Hit] | None:
     policy = check.policy
     taint = policy.taint
     declared, write = policy.sinks_for(event.tool)
-    if not _has_sinks(event, taint, declared, write):
+    sink = SinkArguments(taint)
+    if not sink.in_call(event, declared, write):
         return None
     out: list[Hit] | None = None
     own: pv.Provenance | None = None
@@ -120,7 +133,7 @@ def hits(event: ToolStep, check: Check) -> list[Hit] | None:
     for arg, value in event.arguments.items():
         if not isinstance(value, str) or not value:
             continue
-        kind = sink_kind(taint, declared, write, arg)
+        kind = sink.kind(declared, write, arg)
         if kind is None:
             continue
         looked_up = value_tokens(kind, value)

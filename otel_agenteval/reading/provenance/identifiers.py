@@ -78,15 +78,17 @@ def value_may_hold_identifier(value: str) -> bool:
     and check digits) or nine characters (a phone: ten, or nine with its +)."""
     if "." in value or "@" in value:
         return True
-    if len(value) < 4:
+    n = len(value)
+    if n < 4:
         return False
     digit = letter = False
-    for c in value:
-        if "0" <= c <= "9" or c > "\x7f" and c.isdecimal():
+    for i in range(n):
+        c = ord(value[i])  # compiled: the code point read in place, no one-character string made
+        if ord("0") <= c <= ord("9") or c > 127 and value[i].isdecimal():
             digit = True
-        elif "a" <= c <= "z" or "A" <= c <= "Z":
+        elif ord("a") <= c <= ord("z") or ord("A") <= c <= ord("Z"):
             letter = True
-    return digit and (letter or len(value) >= 9)
+    return digit and (letter or n >= 9)
 
 
 def identifiers(text: str) -> list[tuple[str, str]]:
