@@ -57,9 +57,7 @@ def value_tokens(kind: str, value: str) -> tuple[list[int], list[str]] | None:
 
 
 class SinkArguments:
-    """Which arguments of a call are sinks, and compared as what type: the policy's ``taint``
-    settings read once into plain fields (each read of a policy's field is a generic attribute
-    lookup)."""
+    """Which arguments of a call are sinks, as what type: the policy's ``taint`` settings, read once."""
 
     __slots__ = ("default_sinks", "url_argument", "url_names")
 
@@ -76,19 +74,18 @@ class SinkArguments:
         return kind
 
     def in_call(self, event: ToolStep, declared: dict[str, str] | None, write: bool) -> bool:
-        """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument."""
-        if declared is None and not write:
-            raw = event.raw_arguments
-            if not self.default_sinks or isinstance(raw, str) and self.url_argument.search(raw) is None:
-                return False  # one search of the raw arguments: most reads have no URL argument
-        return True
+        """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument
+        (one search of the raw arguments: most reads have none)."""
+        if declared is not None or write:
+            return True
+        raw = event.raw_arguments
+        return self.default_sinks and not (isinstance(raw, str) and self.url_argument.search(raw) is None)
 
 
 class CallTest:
-    """``tainted_argument``'s test of a call alone (``applies_to(when=CallTest)``, made once per
-    policy): whether :func:`hits` may find something in it, i.e. a sink argument holds a URL, a whole
-    value of its type, or text that may hold an identifier. Most writes end here; the policy's sinks
-    are read once per tool name and no pattern runs on a plain value."""
+    """``tainted_argument``'s test of a call alone (``applies_to(when=CallTest)``, once per policy):
+    whether :func:`hits` may find something, i.e. a sink argument holds a URL, a whole value of its
+    type or text that may hold an identifier. A tool's sinks read once; no pattern on a plain value."""
 
     def __init__(self, policy: Policy) -> None:
         self.arguments = SinkArguments(policy.taint)
