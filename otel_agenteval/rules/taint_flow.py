@@ -74,12 +74,13 @@ class SinkArguments:
         return kind
 
     def in_call(self, event: ToolStep, declared: dict[str, str] | None, write: bool) -> bool:
-        """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument
-        (one search of the raw arguments: most reads have none)."""
+        """Whether the call has a sink argument: declared ones, a write's, or a read's URL argument."""
         if declared is not None or write:
             return True
-        raw = event.raw_arguments
-        return self.default_sinks and not (isinstance(raw, str) and self.url_argument.search(raw) is None)
+        if not self.default_sinks:
+            return False
+        raw = event.raw_arguments  # one search of the raw arguments: most reads have no URL argument
+        return not isinstance(raw, str) or self.url_argument.search(raw) is not None
 
 
 class CallTest:
@@ -100,12 +101,11 @@ class CallTest:
             if len(self._sinks) < MAX_TOOLS:  # tool names come from models
                 self._sinks[tool] = sinks
         declared, write = sinks
-        sink = self.arguments
-        if not sink.in_call(event, declared, write):
+        if not self.arguments.in_call(event, declared, write):
             return False
         for arg, value in event.arguments.items():
             if isinstance(value, str) and value:
-                kind = sink.kind(declared, write, arg)
+                kind = self.arguments.kind(declared, write, arg)
                 if kind is not None and (kind == "url" or kind in _WHOLE_VALUES or ids.value_may_hold_identifier(value)):
                     return True
         return False
