@@ -4,18 +4,19 @@
 what following the spans of a run costs when nothing else is done, written plainly, so that
 ``overhead.py`` can say how far the processor is from it ("processor / floor") next to how far it
 is from the SDK alone ("processor / SDK"). :class:`DeferredFloor` does the same work once, at the
-run's end. :class:`TimedCalls` times a processor's calls where the SDK makes them.
+run's end.
+
+The SDK calls a span processor by its methods alone, so the floor has no base class: this module
+compiles with mypyc unchanged (``overhead.py --compiled-floor``, :mod:`_compiled_floor`), to tell
+whether the floor would cost less as native code, as the processor's per-span modules are.
 """
 
 from __future__ import annotations
 
-import collections
-import time
 from bisect import bisect_left
 from typing import Any
 
 import orjson
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import StatusCode
 
 BOUNDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)  # the floor's histogram buckets (+Inf past them)
@@ -23,7 +24,7 @@ WRITE_TOOL = "create_claim"  # the mixes' one write (the policy's `write: true`)
 MAX_STEPS = 40  # the policy's step budget
 
 
-class Floor(SpanProcessor):
+class Floor:
     """Each span routed to its run at its start; at its end the run found, the span's kind read,
     a tool step kept (name, status, end), the write tool's arguments parsed and keyed against the
     run's writes, the step budget checked, tool calls counted in plain cells read at scrape (as the
@@ -36,19 +37,28 @@ class Floor(SpanProcessor):
         self.sums = [0.0] * 4
         self.routes: dict[int, dict[str, Any]] = {}
 
-    def on_start(self, span: Span, parent_context: Any = None) -> None:
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
         parent = span._parent
         run = self.routes.get(parent.span_id) if parent is not None else None
         if run is None:
             run = {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time}
         self.routes[span._context.span_id] = run
 
-    def on_end(self, span: ReadableSpan) -> None:
+    def on_end(self, span: Any) -> None:
         run = self.routes.pop(span._context.span_id, None)
         if run is not None:
             self.take(run, span)
 
-    def take(self, run: dict[str, Any], span: ReadableSpan) -> None:
+    def _on_ending(self, span: Any) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    def take(self, run: dict[str, Any], span: Any) -> None:
         """One span's end into its run: a tool step kept and its write keyed, a model call added up,
         or, for the agent span, the run's four observations."""
         attrs = span._attributes._dict
@@ -92,12 +102,12 @@ class DeferredFloor(Floor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.pending: dict[int, list[ReadableSpan]] = {}  # trace id -> its ended spans
+        self.pending: dict[int, list[Any]] = {}  # trace id -> its ended spans
 
-    def on_start(self, span: Span, parent_context: Any = None) -> None:
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
         pass
 
-    def on_end(self, span: ReadableSpan) -> None:
+    def on_end(self, span: Any) -> None:
         if span._attributes._dict.get("gen_ai.operation.name") != "invoke_agent":
             self.pending.setdefault(span._context.trace_id, []).append(span)
             return
@@ -111,56 +121,3 @@ class DeferredFloor(Floor):
                 up = parents[up]
             self.take(run, s)
         self.take(run, span)
-
-
-class TimedCalls(SpanProcessor):
-    """A processor's calls, each timed where the SDK makes it, by place in the run (:attr:`ns`:
-    ``start:chat``, ``end:execute_tool create_claim``, ``end:chat, the run's first``, ...: a tool's
-    end by the tool's name, a model call's as the run's first or a later one) and so by call and
-    span kind (:attr:`by_kind`): the costs that come once a run (the first model call, the write,
-    the run's end) apart from those every span pays. The timing itself adds to the arm's time:
-    with ``--in-calls`` the arm's ratio is not the headline."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.ns: dict[str, list[int]] = collections.defaultdict(list)
-        self._chats: set[int] = set()  # traces whose first model call ended (the mixes: a run a trace)
-
-    @property
-    def by_kind(self) -> dict[str, list[int]]:
-        """The calls by call and span kind (``end:execute_tool``), the places of each kind together."""
-        out: dict[str, list[int]] = collections.defaultdict(list)
-        for place, ns in self.ns.items():
-            out[place.split(" ")[0].rstrip(",")].extend(ns)
-        return out
-
-    def on_start(self, span: Span, parent_context: Any = None) -> None:
-        t0 = time.perf_counter_ns()
-        self.inner.on_start(span, parent_context)
-        self.ns["start:" + str(span._attributes.get("gen_ai.operation.name"))].append(time.perf_counter_ns() - t0)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        t0 = time.perf_counter_ns()
-        self.inner.on_end(span)
-        ns = time.perf_counter_ns() - t0
-        self.ns[self._place(span)].append(ns)
-
-    def _place(self, span: ReadableSpan) -> str:
-        attrs = span._attributes
-        op = str(attrs.get("gen_ai.operation.name"))
-        trace = span._context.trace_id
-        if op == "execute_tool":
-            return f"end:execute_tool {attrs.get('gen_ai.tool.name')}"
-        if op == "chat":
-            first = trace not in self._chats
-            self._chats.add(trace)
-            return "end:chat, the run's first" if first else "end:chat, a later one"
-        if op == "invoke_agent":
-            self._chats.discard(trace)
-        return "end:" + op
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return bool(self.inner.force_flush(timeout_millis))

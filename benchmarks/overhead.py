@@ -11,6 +11,9 @@ spans (``_workloads.py``: the captured pydantic-ai mix, tool-heavy, lean); only 
   the app's thread pays; after each round its queue is drained, untimed, and how long that took is
   reported (near zero: the checks kept up);
 - ``deferred_floor`` (``--deferred-floor``): the floor's work done once at the run's end;
+- ``compiled_floor`` (``--compiled-floor``): the floor's source compiled with mypyc (built once,
+  cached outside the clone: ``_compiled_floor.py``), read against the plain floor: whether the floor
+  is cheap only because it is bytecode;
 - ``no_taint``, ``bare`` (``--variants``): the processor with the tainted-flow rule off, and with
   nothing but the write named (no budget, price, success or tainted-flow rule): what the rules cost
   against what the engine itself costs, in the same rounds.
@@ -60,7 +63,9 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _workloads as wl  # noqa: E402
-from _floor import DeferredFloor, Floor, TimedCalls  # noqa: E402
+from _compiled_floor import compiled_floor as compiled_floor_module  # noqa: E402
+from _floor import DeferredFloor, Floor  # noqa: E402
+from _in_calls import TimedCalls  # noqa: E402
 
 from otel_agenteval import TrajectoryProcessor  # noqa: E402
 from otel_agenteval.cli.build import build_name  # noqa: E402
@@ -69,9 +74,10 @@ TARGET, GOAL = 1.05, 1.02  # processor / floor (issue 44)
 CPU_REPEATS = 5  # --cpu: children per arm, alternating
 LABELS = {"empty": "empty 2nd processor", "processor": "TrajectoryProcessor", "background": "  background=True",
           "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end",
+          "compiled_floor": "  floor compiled (mypyc)",
           "no_taint": "  taint: {enabled: false}", "bare": "  the write named, taint off"}
 VARIANTS = tuple(wl.VARIANTS)  # --variants: the processor on the policy with rules left out
-OVER_FLOOR = ("processor", "background", *VARIANTS)  # the arms also compared with the floor
+OVER_FLOOR = ("processor", "background", "compiled_floor", *VARIANTS)  # the arms also compared with the floor
 
 
 def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
@@ -80,7 +86,7 @@ def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
         raise SystemExit(f"processor did not see the mix as expected: {stats}, {len(wl.VIOLATIONS)} violations")
 
 
-def check_floor(floor: Floor, runs: int) -> None:
+def check_floor(floor: Any, runs: int) -> None:
     if floor.runs != runs or getattr(floor, "pending", None):
         raise SystemExit(f"the floor counted {floor.runs} runs of {runs}")
 
@@ -92,7 +98,8 @@ def spread(ratios: list[float]) -> dict[str, Any]:
 
 
 def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool, background: bool,
-            deferred_floor: bool, gc_off: bool, variants: bool = False) -> dict[str, Any]:
+            deferred_floor: bool, gc_off: bool, variants: bool = False,
+            compiled_floor: bool = False) -> dict[str, Any]:
     workload = wl.make_workload(workload_name)
     proc, floor = wl.make_processor(), Floor()
     timed = {"processor": TimedCalls(proc), "floor": TimedCalls(floor)} if in_calls else {}
@@ -105,6 +112,10 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     deferred = DeferredFloor() if deferred_floor else None
     if deferred is not None:
         arms.append(wl.Arm("deferred_floor", deferred, workload))
+    native_module = compiled_floor_module() if compiled_floor else None
+    native = native_module.Floor() if native_module is not None else None
+    if native is not None:
+        arms.append(wl.Arm("compiled_floor", native, workload))
     variant_procs = {v: wl.make_processor(variant=v) for v in VARIANTS} if variants else {}
     arms.extend(wl.Arm(v, vp, workload) for v, vp in variant_procs.items())
     names = [arm.name for arm in arms]
@@ -151,7 +162,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     for checked in (proc, bg, *variant_procs.values()):
         if checked is not None:
             check_saw_all(checked, all_runs)
-    for f in (floor, deferred):
+    for f in (floor, deferred, native):
         if f is not None:
             check_floor(f, all_runs)
 
@@ -172,6 +183,8 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
         "over_floor_us_per_span": {name: added_us(name, "floor") for name in names if name in OVER_FLOOR},
         "ratio_of_totals": {name: totals[name] / totals["sdk"] for name in names[1:]},
     }
+    if native_module is not None:
+        out["compiled_floor_module"] = native_module.__file__
     if bg is not None:
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
     for name, t in timed.items():  # median calls, as the runs above; mean calls add up to the arm's time
@@ -190,8 +203,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
 
 
 # --- --cpu: each arm alone in a process of its own, its CPU time (all threads) -------------------------
-def make_extra(arm_name: str) -> SpanProcessor | None:
+def make_extra(arm_name: str) -> Any:
     return {"sdk": lambda: None, "processor": wl.make_processor, "floor": Floor,
+            "compiled_floor": lambda: compiled_floor_module().Floor(),
             "background": lambda: wl.make_processor(background=True)}[arm_name]()
 
 
@@ -356,16 +370,20 @@ def callgrind_arm(name: str, workload: wl.Workload, runs: int) -> None:
 MISSES = {"I1 misses": ("I1mr",), "D1 misses": ("D1mr", "D1mw"), "mispredicted branches": ("Bcm", "Bim")}
 
 
-def instruction_counts(workload: str, runs: int, cache_sim: bool = False) -> dict[str, Any]:
-    """Instructions the SDK, processor and floor arms execute for ``runs`` measured runs (after as
-    many warm-up runs), counted by callgrind in a child process per arm, ``PYTHONHASHSEED=0``;
-    with ``cache_sim`` also its simulated cache misses and mispredicted branches, a run."""
+def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
+                       compiled_floor: bool = False) -> dict[str, Any]:
+    """Instructions the SDK, processor and floor arms (and the compiled floor's) execute for ``runs``
+    measured runs (after as many warm-up runs), counted by callgrind in a child process per arm,
+    ``PYTHONHASHSEED=0``; with ``cache_sim`` also its simulated cache misses and mispredicted
+    branches, a run."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("--instructions: valgrind is not installed (apt-get install valgrind)")
+    if compiled_floor:
+        compiled_floor_module()  # built now, not under valgrind
     counts: dict[str, int] = {}
     events: dict[str, dict[str, int]] = {}
-    for arm in ("sdk", "processor", "floor"):
+    for arm in ("sdk", "processor", "floor", *(["compiled_floor"] if compiled_floor else [])):
         cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
                *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
                "--callgrind-out-file=/dev/null", sys.executable, __file__, "--workload", workload,
@@ -384,7 +402,12 @@ def instruction_counts(workload: str, runs: int, cache_sim: bool = False) -> dic
            "added_per_span": {arm: (counts[arm] - counts["sdk"]) / spans for arm in ("processor", "floor")},
            "over_sdk": counts["processor"] / counts["sdk"], "floor_over_sdk": counts["floor"] / counts["sdk"],
            "over_floor": counts["processor"] / counts["floor"]}
+    if compiled_floor:
+        out["compiled_floor_over_floor"] = counts["compiled_floor"] / counts["floor"]
     if cache_sim:
+        out["a_run"] = {arm: {what: sum(ev[e] for e in names_) / runs
+                              for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
+                        for arm, ev in events.items()}
         out["processor_over_floor_a_run"] = {
             what: sum(events["processor"][e] - events["floor"][e] for e in names_) / runs
             for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
@@ -444,9 +467,14 @@ def print_report(s: dict[str, Any]) -> None:
               f"{n['processor'] / 1e6:.1f}M ({ir['over_sdk']:.3f}x, +{ir['added_per_span']['processor'] / 1e3:.1f}k a "
               f"span), floor {n['floor'] / 1e6:.1f}M ({ir['floor_over_sdk']:.3f}x, +"
               f"{ir['added_per_span']['floor'] / 1e3:.1f}k): processor / floor {ir['over_floor']:.3f}x")
+        if "compiled_floor_over_floor" in ir:
+            print(f"the floor compiled (mypyc): {n['compiled_floor'] / 1e6:.1f}M instructions, "
+                  f"{ir['compiled_floor_over_floor']:.3f}x the plain floor's")
         if "processor_over_floor_a_run" in ir:
             print("the processor's arm over the floor's, a run (callgrind's cache simulation): " +
                   ", ".join(f"{k} {v:+,.0f}" for k, v in ir["processor_over_floor_a_run"].items()))
+            for arm, a_run in ir["a_run"].items():
+                print(f"  {arm}, a run: " + ", ".join(f"{k} {v:,.0f}" for k, v in a_run.items()))
     print(f"processor / floor: {s['over_floor']['processor']['median']:.3f}x (target <= {TARGET:.2f}x, goal "
           f"{GOAL:.2f}x); processor / SDK: {s['over_sdk']['processor']['median']:.3f}x; "
           f"+{s['added_us_per_span']['processor']:.2f} us a span")
@@ -462,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--in-calls", action="store_true", help="also time the processor's and the floor's calls in place")
     p.add_argument("--background", action="store_true", help="also the processor with background=True")
     p.add_argument("--deferred-floor", action="store_true", help="also the floor with all its work at the run's end")
+    p.add_argument("--compiled-floor", action="store_true",
+                   help="also the floor compiled with mypyc (built once into ~/.cache/otel-agenteval/bench-floor)")
     p.add_argument("--variants", action="store_true",
                    help="also the processor with the tainted-flow rule off, and with only the write named")
     p.add_argument("--gc-off", action="store_true", help="the garbage collector off during the runs")
@@ -476,8 +506,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --instructions: also callgrind's simulated cache misses and mispredicted branches")
     p.add_argument("--profile", action="store_true", help="also cProfile the processor alone (the top functions)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    p.add_argument("--cpu-child", choices=("sdk", "processor", "floor", "background"), help=argparse.SUPPRESS)
-    p.add_argument("--callgrind-arm", choices=("sdk", "processor", "floor"),
+    p.add_argument("--cpu-child", choices=("sdk", "processor", "floor", "background", "compiled_floor"),
+                   help=argparse.SUPPRESS)
+    p.add_argument("--callgrind-arm", choices=("sdk", "processor", "floor", "compiled_floor"),
                    help="only run this arm, for valgrind's instruction count (see benchmarks/README.md)")
     args = p.parse_args(argv)
     if args.otel:
@@ -493,14 +524,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache_sim and not args.instructions:
         p.error("--cache-sim goes with --instructions")
     s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
-                args.deferred_floor, args.gc_off, args.variants)
+                args.deferred_floor, args.gc_off, args.variants, args.compiled_floor)
     if args.cpu:
         s["cpu"] = measure_cpu(args.workload, args.cpu,
-                               ["sdk", "processor", "floor", *(["background"] if args.background else [])])
+                               ["sdk", "processor", "floor", *(["background"] if args.background else []),
+                                *(["compiled_floor"] if args.compiled_floor else [])])
     if args.alone:
         s["alone"] = measure_alone(wl.make_workload(args.workload), runs=1000, repeats=7)
     if args.instructions:
-        s["instructions"] = instruction_counts(args.workload, args.runs_per_round, args.cache_sim)
+        s["instructions"] = instruction_counts(args.workload, args.runs_per_round, args.cache_sim, args.compiled_floor)
     if args.json:
         json.dump(s, sys.stdout, indent=2)
         print()

@@ -55,8 +55,20 @@ def test_overhead_takes_the_captured_pydantic_ai_mix_and_measures_cpu() -> None:
     assert all(0 <= g["share"] < 1 and g["tracked_objects"] > 1000 for g in collector.values())
 
 
+def test_the_floor_compiled_with_mypyc_runs_beside_the_plain_floor() -> None:
+    # built once into the cache outside the clone (keyed by the floor's source, Python and mypy)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "tool-heavy", "--rounds", "2",
+                           "--runs-per-round", "3", "--warmup", "0", "--compiled-floor", "--json"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    s = json.loads(done.stdout)
+    assert s["compiled_floor_module"].endswith((".so", ".pyd"))  # native code, not the source beside it
+    assert {"processor", "compiled_floor"} == set(s["over_floor"]) and "compiled_floor" in s["over_sdk"]
+    assert len(s["over_floor"]["compiled_floor"]["rounds"]) == 2
+
+
 def test_every_arm_runs_alone_for_the_instruction_count() -> None:
-    for arm in ("sdk", "processor", "floor"):  # what --instructions runs under valgrind
+    for arm in ("sdk", "processor", "floor", "compiled_floor"):  # what --instructions runs under valgrind
         done = subprocess.run([sys.executable, str(SCRIPT), "--callgrind-arm", arm, "--runs-per-round", "3"],
                               capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr[-2000:]

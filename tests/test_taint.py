@@ -383,7 +383,11 @@ def test_a_value_the_looser_test_passes_over_holds_no_identifier() -> None:
     identifier pattern finds one: random strings made of identifier pieces, and every case above."""
     import random
 
-    from otel_agenteval.reading.provenance.identifiers import identifiers, may_hold_identifier, value_may_hold_identifier
+    from otel_agenteval.reading.provenance.identifiers import (
+        identifiers,
+        may_hold_identifier,
+        value_may_hold_identifier,
+    )
 
     pieces = ["a", "Z", "de", "DE89", "1", "42", "555", "+", "(", ")", "-", " ", ".", "@", "x", "٣", "é", "_", "/"]
     rng = random.Random(44)
