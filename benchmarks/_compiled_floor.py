@@ -35,6 +35,12 @@ def cache_dir() -> Path:
     return root / "bench-floor" / key
 
 
+def built_module(where: Path) -> Path | None:
+    """The extension module built in ``where`` earlier, if any."""
+    found = sorted(where.glob(f"{MODULE}.*.so")) + sorted(where.glob(f"{MODULE}.*.pyd"))
+    return found[0] if found else None
+
+
 def build(where: Path) -> Path:
     """Compile the floor's source in ``where`` (about 15 s on two cores); the extension module's path."""
     where.mkdir(parents=True, exist_ok=True)
@@ -42,23 +48,20 @@ def build(where: Path) -> Path:
     print(f"--compiled-floor: compiling {SOURCE.name} with mypyc into {where}", file=sys.stderr, flush=True)
     done = subprocess.run([sys.executable, "-m", "mypyc", *MYPYC_FLAGS, f"{MODULE}.py"], cwd=where,
                           capture_output=True, text=True, check=False)
-    built = sorted(where.glob(f"{MODULE}.*.so")) + sorted(where.glob(f"{MODULE}.*.pyd"))
+    built = built_module(where)
     shutil.rmtree(where / "build", ignore_errors=True)  # the generated C and objects: only the module is kept
-    if done.returncode != 0 or not built:
+    if done.returncode != 0 or built is None:
         raise SystemExit(f"--compiled-floor: mypyc failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
-    return built[0]
+    return built
 
 
 def compiled_floor() -> Any:
     """The compiled module (``Floor``, ``DeferredFloor``), built on first use."""
     where = cache_dir()
-    built = sorted(where.glob(f"{MODULE}.*.so")) + sorted(where.glob(f"{MODULE}.*.pyd"))
-    path = built[0] if built else build(where)
+    path = built_module(where) or build(where)
     spec = importlib.util.spec_from_file_location(MODULE, path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"--compiled-floor: cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    if not module.__file__.endswith((".so", ".pyd")):
-        raise SystemExit(f"--compiled-floor: {path} did not load as an extension module")
     return module

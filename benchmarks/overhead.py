@@ -113,8 +113,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     if deferred is not None:
         arms.append(wl.Arm("deferred_floor", deferred, workload))
     native_module = compiled_floor_module() if compiled_floor else None
-    native = native_module.Floor() if native_module is not None else None
-    if native is not None:
+    native = None
+    if native_module is not None:
+        native = native_module.Floor()
         arms.append(wl.Arm("compiled_floor", native, workload))
     variant_procs = {v: wl.make_processor(variant=v) for v in VARIANTS} if variants else {}
     arms.extend(wl.Arm(v, vp, workload) for v, vp in variant_procs.items())
@@ -405,12 +406,11 @@ def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
     if compiled_floor:
         out["compiled_floor_over_floor"] = counts["compiled_floor"] / counts["floor"]
     if cache_sim:
-        out["a_run"] = {arm: {what: sum(ev[e] for e in names_) / runs
-                              for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
-                        for arm, ev in events.items()}
-        out["processor_over_floor_a_run"] = {
-            what: sum(events["processor"][e] - events["floor"][e] for e in names_) / runs
-            for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
+        a_run = out["a_run"] = {arm: {what: sum(ev[e] for e in names_) / runs
+                                      for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
+                                for arm, ev in events.items()}
+        out["processor_over_floor_a_run"] = {what: a_run["processor"][what] - a_run["floor"][what]
+                                             for what in a_run["processor"]}
     return out
 
 
