@@ -92,6 +92,27 @@ def test_a_later_turn_of_the_conversation_still_knows_the_source(make_processor:
         ("tainted_argument", "critical", "read_inbox")]
 
 
+def test_a_result_that_ends_after_a_later_call_still_reaches_the_next_turn(make_processor: Any) -> None:
+    """A slow read started first and ended after a write the run checked: its result is carried to
+    the conversation though the run's steps are put in start order at its end (parallel tool calls)."""
+    h = make_processor()
+    root = h.agent("banker", 0.0, conv="c10")
+    chat(h, root, 1.0, "Pay 20 EUR to GB33BUKB20201555555555, and fetch my bills")
+    slow = h.start("execute_tool read_file", root, 1.5, {"gen_ai.operation.name": "execute_tool",
+                                                         "gen_ai.tool.name": "read_file",
+                                                         "gen_ai.tool.call.arguments": '{"file_path": "bills"}'})
+    h.tool(root, "get_balance", {}, at=2.0, result="Balance: 1,200.00 EUR")
+    h.tool(root, "send_money", {"recipient": "GB33BUKB20201555555555", "amount": 20}, at=3.0, result="ok")
+    h.end(slow, 4.0, {"gen_ai.tool.call.result": BILL})
+    h.end(root, 5.0)
+    assert h.violations == []  # the user gave that IBAN
+    root = h.agent("banker", 6.0, conv="c10")
+    chat(h, root, 7.0, "Settle what is due")
+    h.tool(root, "send_money", {"recipient": IBAN, "amount": 98.7}, at=8.0, result="ok")
+    h.end(root, 9.0)
+    assert [(v.severity, v.details["source_tool"]) for v in h.violations] == [("critical", "read_file")]
+
+
 def test_a_conversation_keeps_unread_results_not_the_spans(make_processor: Any) -> None:
     """A finished turn's results wait in its conversation for a later write to need them, as text:
     the tool spans (their attribute dicts, events and links) are let go when the run ends; past the

@@ -58,11 +58,11 @@ def finish(t: Trajectory, reason: str, end_ns: int, check: Check | None, dispatc
         if gate:
             dispatch.run(event, view, out, dispatch.gated_finish)
     t.outcome = outcome_of(t, reason)
+    if dispatch.taint:  # before the steps are put in start order: its cursor counts them as they came
+        taint_flow.carry_over(t, dispatch.policy)
     _in_start_order(t)
     if t.conversation is not None:
         _carry_over(t, needs_content)
-    if dispatch.taint:
-        taint_flow.carry_over(t, dispatch.policy)
     t.finished = True
     t.forget_chats()
     extra = t.extra
