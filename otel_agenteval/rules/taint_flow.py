@@ -254,8 +254,8 @@ def _confirmed(t: Trajectory, step: ToolStep, arg: str, value: str) -> bool:
 
 
 def carry_over(t: Trajectory, policy: Policy) -> None:
-    """At a run's end (called by the engine when taint is on): its tokens, and the results of its steps
-    not read yet, go to its conversation; what its bounds trimmed is counted on the run."""
+    """At a run's end, before its steps are sorted (its tokens' cursor counts them as they came): its
+    tokens and unread steps' results go to its conversation; what its bounds trimmed is counted on the run."""
     own: pv.Provenance | None = t.extra.get(KEY)
     conv = t.conversation
     if conv is None or not t.steps:
