@@ -14,6 +14,9 @@ spans (``_workloads.py``: the captured pydantic-ai mix, tool-heavy, lean); only 
 - ``compiled_floor`` (``--compiled-floor``): the floor's source compiled with mypyc (built once,
   cached outside the clone: ``_compiled_floor.py``), read against the plain floor: whether the floor
   is cheap only because it is bytecode;
+- ``rules_floor`` (``--rules-floor``): :class:`_rules_floor.RulesFloor`, the floor plus the least state
+  the shipped rules keep on the mix (the conversation, the write's values tested, the tool results
+  handed on): how much of the processor / floor ratio the job itself takes, and the processor over it;
 - ``no_taint``, ``bare`` (``--variants``): the processor with the tainted-flow rule off, and with
   nothing but the write named (no budget, price, success or tainted-flow rule): what the rules cost
   against what the engine itself costs, in the same rounds.
@@ -66,18 +69,20 @@ import _workloads as wl  # noqa: E402
 from _compiled_floor import compiled_floor as compiled_floor_module  # noqa: E402
 from _floor import DeferredFloor, Floor  # noqa: E402
 from _in_calls import TimedCalls  # noqa: E402
+from _rules_floor import RulesFloor  # noqa: E402
 
 from otel_agenteval import TrajectoryProcessor  # noqa: E402
 from otel_agenteval.cli.build import build_name  # noqa: E402
+from otel_agenteval.reading.provenance import identifiers  # noqa: E402
 
 TARGET, GOAL = 1.05, 1.02  # processor / floor (issue 44)
 CPU_REPEATS = 5  # --cpu: children per arm, alternating
 LABELS = {"empty": "empty 2nd processor", "processor": "TrajectoryProcessor", "background": "  background=True",
           "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end",
-          "compiled_floor": "  floor compiled (mypyc)",
+          "compiled_floor": "  floor compiled (mypyc)", "rules_floor": "  floor with the rules' state",
           "no_taint": "  taint: {enabled: false}", "bare": "  the write named, taint off"}
 VARIANTS = tuple(wl.VARIANTS)  # --variants: the processor on the policy with rules left out
-OVER_FLOOR = ("processor", "background", "compiled_floor", *VARIANTS)  # the arms also compared with the floor
+OVER_FLOOR = ("processor", "background", "compiled_floor", "rules_floor", *VARIANTS)  # the arms also compared with the floor
 
 
 def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
@@ -99,7 +104,7 @@ def spread(ratios: list[float]) -> dict[str, Any]:
 
 def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool, background: bool,
             deferred_floor: bool, gc_off: bool, variants: bool = False,
-            compiled_floor: bool = False) -> dict[str, Any]:
+            compiled_floor: bool = False, with_rules_floor: bool = False) -> dict[str, Any]:
     workload = wl.make_workload(workload_name)
     proc, floor = wl.make_processor(), Floor()
     timed = {"processor": TimedCalls(proc), "floor": TimedCalls(floor)} if in_calls else {}
@@ -117,6 +122,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     if native_module is not None:
         native = native_module.Floor()
         arms.append(wl.Arm("compiled_floor", native, workload))
+    rules_floor = RulesFloor(identifiers) if with_rules_floor else None
+    if rules_floor is not None:
+        arms.append(wl.Arm("rules_floor", rules_floor, workload))
     variant_procs = {v: wl.make_processor(variant=v) for v in VARIANTS} if variants else {}
     arms.extend(wl.Arm(v, vp, workload) for v, vp in variant_procs.items())
     names = [arm.name for arm in arms]
@@ -163,7 +171,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     for checked in (proc, bg, *variant_procs.values()):
         if checked is not None:
             check_saw_all(checked, all_runs)
-    for f in (floor, deferred, native):
+    for f in (floor, deferred, native, rules_floor):
         if f is not None:
             check_floor(f, all_runs)
 
@@ -186,6 +194,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     }
     if native_module is not None:
         out["compiled_floor_module"] = native_module.__file__
+    if rules_floor is not None:  # the processor against the floor that keeps what the rules need
+        out["processor_over_rules_floor"] = spread(over("processor", "rules_floor"))
+        out["processor_over_rules_floor_us_per_span"] = added_us("processor", "rules_floor")
     if bg is not None:
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
     for name, t in timed.items():  # median calls, as the runs above; mean calls add up to the arm's time
@@ -431,6 +442,9 @@ def print_report(s: dict[str, Any]) -> None:
         if name in s["over_floor"]:
             line += f"\n{'':<30} / floor {fmt(s['over_floor'][name])}, {s['over_floor_us_per_span'][name]:+.2f} us"
         print(line)
+    if "processor_over_rules_floor" in s:
+        print(f"{LABELS['processor']:<30} / floor with the rules' state {fmt(s['processor_over_rules_floor'])}, "
+              f"{s['processor_over_rules_floor_us_per_span']:+.2f} us")
     print("ratio of total times (pauses included): " +
           ", ".join(f"{name} {v:.3f}x" for name, v in s["ratio_of_totals"].items()))
     if "background_drain_ms" in s:
@@ -492,6 +506,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deferred-floor", action="store_true", help="also the floor with all its work at the run's end")
     p.add_argument("--compiled-floor", action="store_true",
                    help="also the floor compiled with mypyc (built once into ~/.cache/otel-agenteval/bench-floor)")
+    p.add_argument("--rules-floor", action="store_true",
+                   help="also the floor with the state the rules keep (conversation, values tested, results handed on)")
     p.add_argument("--variants", action="store_true",
                    help="also the processor with the tainted-flow rule off, and with only the write named")
     p.add_argument("--gc-off", action="store_true", help="the garbage collector off during the runs")
@@ -524,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache_sim and not args.instructions:
         p.error("--cache-sim goes with --instructions")
     s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
-                args.deferred_floor, args.gc_off, args.variants, args.compiled_floor)
+                args.deferred_floor, args.gc_off, args.variants, args.compiled_floor, args.rules_floor)
     if args.cpu:
         s["cpu"] = measure_cpu(args.workload, args.cpu,
                                ["sdk", "processor", "floor", *(["background"] if args.background else []),

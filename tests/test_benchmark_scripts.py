@@ -14,14 +14,16 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "overhead.py"
 def test_overhead_reports_every_arm_against_the_sdk_and_the_floor() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "tool-heavy", "--rounds", "2",
                            "--runs-per-round", "5", "--warmup", "0", "--background", "--deferred-floor", "--in-calls",
-                           "--variants", "--json"], capture_output=True, text=True, timeout=120, check=False)
+                           "--variants", "--rules-floor", "--json"], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads(done.stdout)
     assert s["rounds"] == 2 and s["runs_per_round"] == 5
-    arms = {"empty", "processor", "floor", "background", "deferred_floor", "no_taint", "bare"}
+    arms = {"empty", "processor", "floor", "background", "deferred_floor", "rules_floor", "no_taint", "bare"}
     assert set(s["over_sdk"]) == arms == set(s["ratio_of_totals"]) == set(s["added_us_per_span"])
     # the processor arms (the policy's variants too) are also read against the floor, round by round
-    assert set(s["over_floor"]) == {"processor", "background", "no_taint", "bare"} == set(s["over_floor_us_per_span"])
+    assert set(s["over_floor"]) == {"processor", "background", "rules_floor", "no_taint", "bare"} == set(
+        s["over_floor_us_per_span"])
+    assert len(s["processor_over_rules_floor"]["rounds"]) == 2  # the processor against the rules' state too
     for x in (*s["over_sdk"].values(), *s["over_floor"].values()):
         assert len(x["rounds"]) == 2
         assert all(r > 0 for r in x["rounds"])
@@ -79,3 +81,32 @@ def test_overhead_says_what_it_needs() -> None:
                           timeout=60, check=False)
     assert done.returncode == 2
     assert "--rounds must be >= 2" in done.stderr
+
+
+def test_the_floor_with_the_rules_state_keeps_what_a_later_turn_needs() -> None:
+    # the arm is only worth its figure if it does the work it names: conversations bound, bounded,
+    # and a finished run's writes and tool results handed to its conversation
+    sys.path.insert(0, str(SCRIPT.parent))
+    import _rules_floor
+    import _workloads as wl
+
+    from otel_agenteval.reading.provenance import identifiers
+
+    workload = wl.make_workload("pydantic-ai")  # a conversation spans three runs
+    floor = _rules_floor.RulesFloor(identifiers)
+    arm = wl.Arm("rules_floor", floor, workload)
+    for run in workload.prepare(range(6)):
+        workload.emit(arm.tracer, run)
+    arm.shutdown()
+    assert floor.runs == 6 and len(floor.conversations) == 2
+    for conv in floor.conversations.values():
+        assert len(conv["writes"]) == 3  # one write a run, keyed
+        unread = conv["unread"]
+        assert len(unread["results"]) == len(unread["tools"]) == len(unread["span_ids"]) > 3 * 4
+        assert all(isinstance(r, str) and r for r in unread["results"])
+    old, _rules_floor.MAX_CONVERSATIONS = _rules_floor.MAX_CONVERSATIONS, 2
+    try:
+        assert floor.conversation("a") is not floor.conversation("b") and len(floor.conversations) == 2
+        assert floor.conversation(None) is None and list(floor.conversations) == ["a", "b"]
+    finally:
+        _rules_floor.MAX_CONVERSATIONS = old
