@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "overhead.py"
 
 
@@ -83,10 +85,10 @@ def test_overhead_says_what_it_needs() -> None:
     assert "--rounds must be >= 2" in done.stderr
 
 
-def test_the_floor_with_the_rules_state_keeps_what_a_later_turn_needs() -> None:
+def test_the_floor_with_the_rules_state_keeps_what_a_later_turn_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     # the arm is only worth its figure if it does the work it names: conversations bound, bounded,
     # and a finished run's writes and tool results handed to its conversation
-    sys.path.insert(0, str(SCRIPT.parent))
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
     import _rules_floor
     import _workloads as wl
 
@@ -104,9 +106,6 @@ def test_the_floor_with_the_rules_state_keeps_what_a_later_turn_needs() -> None:
         unread = conv["unread"]
         assert len(unread["results"]) == len(unread["tools"]) == len(unread["span_ids"]) > 3 * 4
         assert all(isinstance(r, str) and r for r in unread["results"])
-    old, _rules_floor.MAX_CONVERSATIONS = _rules_floor.MAX_CONVERSATIONS, 2
-    try:
-        assert floor.conversation("a") is not floor.conversation("b") and len(floor.conversations) == 2
-        assert floor.conversation(None) is None and list(floor.conversations) == ["a", "b"]
-    finally:
-        _rules_floor.MAX_CONVERSATIONS = old
+    monkeypatch.setattr(_rules_floor, "MAX_CONVERSATIONS", 2)
+    assert floor.conversation("a") is not floor.conversation("b") and len(floor.conversations) == 2
+    assert floor.conversation(None) is None and list(floor.conversations) == ["a", "b"]
