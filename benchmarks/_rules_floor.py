@@ -15,8 +15,11 @@ from typing import Any
 import orjson
 from _floor import WRITE_TOOL, Floor
 
+from otel_agenteval.policy.sections import Limits
+from otel_agenteval.reading.provenance import identifiers as ids  # the product's own tests: the least they cost
+
 CONVERSATION = "gen_ai.conversation.id"
-MAX_CONVERSATIONS = 50_000  # the policy's default bound on conversations kept
+MAX_CONVERSATIONS = Limits().max_conversations  # the policy's default bound on conversations kept
 
 
 class RulesFloor(Floor):
@@ -26,10 +29,9 @@ class RulesFloor(Floor):
     question of a sink value), and at the run's end its writes and its tool results, by column, handed
     to the conversation for a later turn (duplicate writes and tainted values across turns)."""
 
-    def __init__(self, identifiers: Any) -> None:
+    def __init__(self) -> None:
         super().__init__()
         self.conversations: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self.ids = identifiers  # the product's own tests (reading/provenance/identifiers): the least they cost
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         parent = span._parent
@@ -58,8 +60,7 @@ class RulesFloor(Floor):
             run["results"].append((tool, span._context.span_id, arguments, attrs.get("gen_ai.tool.call.result")))
             if tool == WRITE_TOOL:
                 for value in orjson.loads(arguments).values():
-                    if isinstance(value, str) and self.ids.value_may_hold_identifier(value) and \
-                            self.ids.identifiers(value):
+                    if isinstance(value, str) and ids.value_may_hold_identifier(value) and ids.identifiers(value):
                         raise AssertionError("the floor's mix writes no identifier")
         elif op == "invoke_agent" and run["conversation"] is not None:
             conv = run["conversation"]

@@ -73,7 +73,6 @@ from _rules_floor import RulesFloor  # noqa: E402
 
 from otel_agenteval import TrajectoryProcessor  # noqa: E402
 from otel_agenteval.cli.build import build_name  # noqa: E402
-from otel_agenteval.reading.provenance import identifiers  # noqa: E402
 
 TARGET, GOAL = 1.05, 1.02  # processor / floor (issue 44)
 CPU_REPEATS = 5  # --cpu: children per arm, alternating
@@ -122,7 +121,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     if native_module is not None:
         native = native_module.Floor()
         arms.append(wl.Arm("compiled_floor", native, workload))
-    rules_floor = RulesFloor(identifiers) if with_rules_floor else None
+    rules_floor = RulesFloor() if with_rules_floor else None
     if rules_floor is not None:
         arms.append(wl.Arm("rules_floor", rules_floor, workload))
     variant_procs = {v: wl.make_processor(variant=v) for v in VARIANTS} if variants else {}

@@ -92,10 +92,8 @@ def test_the_floor_with_the_rules_state_keeps_what_a_later_turn_needs(monkeypatc
     import _rules_floor
     import _workloads as wl
 
-    from otel_agenteval.reading.provenance import identifiers
-
     workload = wl.make_workload("pydantic-ai")  # a conversation spans three runs
-    floor = _rules_floor.RulesFloor(identifiers)
+    floor = _rules_floor.RulesFloor()
     arm = wl.Arm("rules_floor", floor, workload)
     for run in workload.prepare(range(6)):
         workload.emit(arm.tracer, run)
