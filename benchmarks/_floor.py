@@ -41,8 +41,12 @@ class Floor:
         parent = span._parent
         run = self.routes.get(parent.span_id) if parent is not None else None
         if run is None:
-            run = {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time}
+            run = self.new_run(span)
         self.routes[span._context.span_id] = run
+
+    def new_run(self, span: Any) -> dict[str, Any]:
+        """The state one run keeps, made at its first span."""
+        return {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time}
 
     def on_end(self, span: Any) -> None:
         run = self.routes.pop(span._context.span_id, None)
@@ -114,7 +118,7 @@ class DeferredFloor(Floor):
         spans = self.pending.pop(span._context.trace_id, [])
         agent_id = span._context.span_id
         parents = {s._context.span_id: s._parent.span_id for s in spans}
-        run = {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time}
+        run = self.new_run(span)
         for s in spans:
             up = s._parent.span_id
             while up != agent_id:  # routed through its parents

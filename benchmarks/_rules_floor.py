@@ -33,13 +33,10 @@ class RulesFloor(Floor):
         super().__init__()
         self.conversations: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        parent = span._parent
-        run = self.routes.get(parent.span_id) if parent is not None else None
-        if run is None:
-            run = {"steps": [], "writes": set(), "llm_calls": 0, "tokens": 0, "start": span._start_time,
-                   "results": [], "conversation": self.conversation(span._attributes._dict.get(CONVERSATION))}
-        self.routes[span._context.span_id] = run
+    def new_run(self, span: Any) -> dict[str, Any]:
+        run = super().new_run(span)
+        run["results"], run["conversation"] = [], self.conversation(span._attributes._dict.get(CONVERSATION))
+        return run
 
     def conversation(self, cid: Any) -> dict[str, Any] | None:
         if not isinstance(cid, str):
