@@ -37,7 +37,8 @@ span kind and by place in the run (the write, the first model call), and where t
 compares the processes' CPU time (all threads, the background arm's drain included). ``--alone``
 replays recorded spans straight into the processor's and the floor's calls (no SDK), caches warm.
 ``--instructions`` counts each arm's instructions under valgrind's callgrind (deterministic: the
-figure to A/B a change by on a busy machine); ``--cache-sim`` adds its simulated cache misses and
+figure to A/B a change by on a busy machine) and the objects each arm makes a run (its calls into
+CPython's allocators, ``_callgrind.py``); ``--cache-sim`` adds its simulated cache misses and
 mispredicted branches (the processor's time is not its instructions: see benchmarks/README.md).
 ``--profile`` prints cProfile's view of the processor alone.
 """
@@ -57,8 +58,10 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -66,6 +69,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _workloads as wl  # noqa: E402
+from _callgrind import objects_made  # noqa: E402
 from _compiled_floor import compiled_floor as compiled_floor_module  # noqa: E402
 from _floor import DeferredFloor, Floor  # noqa: E402
 from _in_calls import TimedCalls  # noqa: E402
@@ -394,13 +398,18 @@ def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
         compiled_floor_module()  # built now, not under valgrind
     counts: dict[str, int] = {}
     events: dict[str, dict[str, int]] = {}
+    objects: dict[str, dict[str, float]] = {}
     for arm in ("sdk", "processor", "floor", *(["compiled_floor"] if compiled_floor else [])):
-        cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
-               *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
-               "--callgrind-out-file=/dev/null", sys.executable, __file__, "--workload", workload,
-               "--callgrind-arm", arm, "--runs-per-round", str(runs)]
-        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
-                              check=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            out_file = Path(tmp, "callgrind.out")
+            cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+                   *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
+                   f"--callgrind-out-file={out_file}", sys.executable, __file__, "--workload", workload,
+                   "--callgrind-arm", arm, "--runs-per-round", str(runs)]
+            done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
+                                  check=False)
+            if done.returncode == 0 and out_file.exists():
+                objects[arm] = objects_made(out_file, runs)  # calls into CPython's allocators
         names = re.search(r"Events +: ([\w ]+)", done.stderr)
         found = re.search(r"Collected : ([\d ]+)", done.stderr)
         if done.returncode != 0 or found is None or names is None:
@@ -415,6 +424,10 @@ def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
            "over_floor": counts["processor"] / counts["floor"]}
     if compiled_floor:
         out["compiled_floor_over_floor"] = counts["compiled_floor"] / counts["floor"]
+    out["objects_a_run"] = objects
+    floor_made = objects.get("floor", {})
+    out["processor_over_floor_objects_a_run"] = {
+        what: n - floor_made[what] for what, n in objects.get("processor", {}).items() if what in floor_made}
     if cache_sim:
         a_run = out["a_run"] = {arm: {what: sum(ev[e] for e in names_) / runs
                                       for what, names_ in {"instructions": ("Ir",), **MISSES}.items()}
@@ -480,6 +493,13 @@ def print_report(s: dict[str, Any]) -> None:
               f"{n['processor'] / 1e6:.1f}M ({ir['over_sdk']:.3f}x, +{ir['added_per_span']['processor'] / 1e3:.1f}k a "
               f"span), floor {n['floor'] / 1e6:.1f}M ({ir['floor_over_sdk']:.3f}x, +"
               f"{ir['added_per_span']['floor'] / 1e3:.1f}k): processor / floor {ir['over_floor']:.3f}x")
+        made = ir["objects_a_run"]
+        if ir["processor_over_floor_objects_a_run"]:
+            print("objects made a run (calls into CPython's allocators): " + "; ".join(
+                f"{what}: " + ", ".join(f"{arm} {m[what]:,.0f}" for arm, m in made.items() if what in m)
+                + f" (processor - floor {d:+,.0f})" for what, d in ir["processor_over_floor_objects_a_run"].items()))
+        else:
+            print("objects made a run: callgrind saw none of CPython's allocators (a stripped interpreter?)")
         if "compiled_floor_over_floor" in ir:
             print(f"the floor compiled (mypyc): {n['compiled_floor'] / 1e6:.1f}M instructions, "
                   f"{ir['compiled_floor_over_floor']:.3f}x the plain floor's")

@@ -107,3 +107,24 @@ def test_the_floor_with_the_rules_state_keeps_what_a_later_turn_needs(monkeypatc
     monkeypatch.setattr(_rules_floor, "MAX_CONVERSATIONS", 2)
     assert floor.conversation("a") is not floor.conversation("b") and len(floor.conversations) == 2
     assert floor.conversation(None) is None and list(floor.conversations) == ["a", "b"]
+
+
+def test_the_objects_an_arm_makes_are_its_calls_into_the_allocators(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    # callgrind names a function once, then by its id (one table for fn= and cfn=); a call's count
+    # is the first number of the calls= line after its cfn=
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    import _callgrind
+
+    out = tmp_path / "callgrind.out"
+    out.write_text("\n".join([
+        "events: Ir", "fl=(1) Objects/obmalloc.c", "fn=(1) _PyObject_Malloc", "0 40",
+        "fn=(2) PyList_New", "0 10", "cfn=(1)", "calls=30 0", "0 400",
+        "fn=(3) CPyDef_engine___Engine___end", "0 12", "cfn=(1)", "calls=12 0", "0 160",
+        "cfn=(4) _PyObject_GC_Link", "calls=5 0", "0 50", "cfn=(2)", "calls=7 0", "0 90",
+        "fn=(4)", "0 5", "cfn=_PyObject_GC_Link", "calls=1 0", "0 9", ""]))
+    assert _callgrind.calls_into(out, {"_PyObject_Malloc", "_PyObject_GC_Link"}) == {
+        "_PyObject_Malloc": 42, "_PyObject_GC_Link": 6}
+    assert _callgrind.objects_made(out, 3) == {"objects": 14.0, "tracked by the collector": 2.0}
+    out.write_text("events: Ir\nfn=(1) main\ncfn=(2) malloc\ncalls=9 0\n0 1\n")
+    assert _callgrind.objects_made(out, 1) == {}  # none of CPython's allocators seen: nothing claimed
