@@ -17,6 +17,9 @@ spans (``_workloads.py``: the captured pydantic-ai mix, tool-heavy, lean); only 
 - ``rules_floor`` (``--rules-floor``): :class:`_rules_floor.RulesFloor`, the floor plus the least state
   the shipped rules keep on the mix (the conversation, the write's values tested, the tool results
   handed on): how much of the processor / floor ratio the job itself takes, and the processor over it;
+- ``footprint_hot``, ``footprint_spread`` (``--footprint``): :class:`_footprint.FootprintFloor`, the floor
+  plus the same native calls at each span's end, into one function or into 210 distinct ones a run
+  (compiled once, cached outside the clone): what the code a run passes through costs by itself;
 - ``no_taint``, ``bare`` (``--variants``): the processor with the tainted-flow rule off, and with
   nothing but the write named (no budget, price, success or tainted-flow rule): what the rules cost
   against what the engine itself costs, in the same rounds.
@@ -72,6 +75,8 @@ import _workloads as wl  # noqa: E402
 from _callgrind import objects_made  # noqa: E402
 from _compiled_floor import compiled_floor as compiled_floor_module  # noqa: E402
 from _floor import DeferredFloor, Floor  # noqa: E402
+from _footprint import FootprintFloor  # noqa: E402
+from _footprint import functions as footprint_functions  # noqa: E402
 from _in_calls import TimedCalls  # noqa: E402
 from _rules_floor import RulesFloor  # noqa: E402
 
@@ -83,9 +88,11 @@ CPU_REPEATS = 5  # --cpu: children per arm, alternating
 LABELS = {"empty": "empty 2nd processor", "processor": "TrajectoryProcessor", "background": "  background=True",
           "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end",
           "compiled_floor": "  floor compiled (mypyc)", "rules_floor": "  floor with the rules' state",
-          "no_taint": "  taint: {enabled: false}", "bare": "  the write named, taint off"}
+          "no_taint": "  taint: {enabled: false}", "bare": "  the write named, taint off",
+          "footprint_hot": "  floor + calls, one function", "footprint_spread": "  floor + calls, 210 functions"}
 VARIANTS = tuple(wl.VARIANTS)  # --variants: the processor on the policy with rules left out
-OVER_FLOOR = ("processor", "background", "compiled_floor", "rules_floor", *VARIANTS)  # the arms also compared with the floor
+OVER_FLOOR = ("processor", "background", "compiled_floor", "rules_floor", "footprint_hot", "footprint_spread",
+              *VARIANTS)  # the arms also compared with the floor
 
 
 def check_saw_all(proc: TrajectoryProcessor, runs: int) -> None:
@@ -107,7 +114,7 @@ def spread(ratios: list[float]) -> dict[str, Any]:
 
 def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: bool, background: bool,
             deferred_floor: bool, gc_off: bool, variants: bool = False,
-            compiled_floor: bool = False, with_rules_floor: bool = False) -> dict[str, Any]:
+            compiled_floor: bool = False, with_rules_floor: bool = False, footprint: bool = False) -> dict[str, Any]:
     workload = wl.make_workload(workload_name)
     proc, floor = wl.make_processor(), Floor()
     timed = {"processor": TimedCalls(proc), "floor": TimedCalls(floor)} if in_calls else {}
@@ -128,6 +135,10 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     rules_floor = RulesFloor() if with_rules_floor else None
     if rules_floor is not None:
         arms.append(wl.Arm("rules_floor", rules_floor, workload))
+    compiled = footprint_functions() if footprint else []
+    footprints = {f"footprint_{k}": FootprintFloor(compiled, spread=k == "spread") for k in ("hot", "spread")
+                  if footprint}
+    arms.extend(wl.Arm(name, f, workload) for name, f in footprints.items())
     variant_procs = {v: wl.make_processor(variant=v) for v in VARIANTS} if variants else {}
     arms.extend(wl.Arm(v, vp, workload) for v, vp in variant_procs.items())
     names = [arm.name for arm in arms]
@@ -174,7 +185,7 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     for checked in (proc, bg, *variant_procs.values()):
         if checked is not None:
             check_saw_all(checked, all_runs)
-    for f in (floor, deferred, native, rules_floor):
+    for f in (floor, deferred, native, rules_floor, *footprints.values()):
         if f is not None:
             check_floor(f, all_runs)
 
@@ -200,6 +211,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
     if rules_floor is not None:  # the processor against the floor that keeps what the rules need
         out["processor_over_rules_floor"] = spread(over("processor", "rules_floor"))
         out["processor_over_rules_floor_us_per_span"] = added_us("processor", "rules_floor")
+    if footprints:  # the same calls, into 210 functions a run against into one: the footprint alone
+        out["footprint_spread_over_hot"] = spread(over("footprint_spread", "footprint_hot"))
+        out["footprint_spread_over_hot_us_per_span"] = added_us("footprint_spread", "footprint_hot")
     if bg is not None:
         out["background_drain_ms"] = {"median": statistics.median(drains), "max": max(drains)}
     for name, t in timed.items():  # median calls, as the runs above; mean calls add up to the arm's time
@@ -221,7 +235,9 @@ def measure(workload_name: str, rounds: int, runs: int, warmup: int, in_calls: b
 def make_extra(arm_name: str) -> Any:
     return {"sdk": lambda: None, "processor": wl.make_processor, "floor": Floor,
             "compiled_floor": lambda: compiled_floor_module().Floor(),
-            "background": lambda: wl.make_processor(background=True)}[arm_name]()
+            "background": lambda: wl.make_processor(background=True),
+            "footprint_hot": lambda: FootprintFloor(footprint_functions(), spread=False),
+            "footprint_spread": lambda: FootprintFloor(footprint_functions(), spread=True)}[arm_name]()
 
 
 class CollectorTime:
@@ -386,7 +402,7 @@ MISSES = {"I1 misses": ("I1mr",), "D1 misses": ("D1mr", "D1mw"), "mispredicted b
 
 
 def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
-                       compiled_floor: bool = False) -> dict[str, Any]:
+                       compiled_floor: bool = False, footprint: bool = False) -> dict[str, Any]:
     """Instructions the SDK, processor and floor arms (and the compiled floor's) execute for ``runs``
     measured runs (after as many warm-up runs), counted by callgrind in a child process per arm,
     ``PYTHONHASHSEED=0``; with ``cache_sim`` also its simulated cache misses and mispredicted
@@ -396,10 +412,13 @@ def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
         raise SystemExit("--instructions: valgrind is not installed (apt-get install valgrind)")
     if compiled_floor:
         compiled_floor_module()  # built now, not under valgrind
+    if footprint:
+        footprint_functions()
     counts: dict[str, int] = {}
     events: dict[str, dict[str, int]] = {}
     objects: dict[str, dict[str, float]] = {}
-    for arm in ("sdk", "processor", "floor", *(["compiled_floor"] if compiled_floor else [])):
+    for arm in ("sdk", "processor", "floor", *(["compiled_floor"] if compiled_floor else []),
+                *(["footprint_hot", "footprint_spread"] if footprint else [])):
         with tempfile.TemporaryDirectory() as tmp:
             out_file = Path(tmp, "callgrind.out")
             cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
@@ -424,6 +443,8 @@ def instruction_counts(workload: str, runs: int, cache_sim: bool = False,
            "over_floor": counts["processor"] / counts["floor"]}
     if compiled_floor:
         out["compiled_floor_over_floor"] = counts["compiled_floor"] / counts["floor"]
+    if footprint:  # the same instructions, whichever functions they run in
+        out["footprint_spread_over_hot"] = counts["footprint_spread"] / counts["footprint_hot"]
     out["objects_a_run"] = objects
     floor_made = objects.get("floor", {})
     out["processor_over_floor_objects_a_run"] = {
@@ -457,6 +478,9 @@ def print_report(s: dict[str, Any]) -> None:
     if "processor_over_rules_floor" in s:
         print(f"{LABELS['processor']:<30} / floor with the rules' state {fmt(s['processor_over_rules_floor'])}, "
               f"{s['processor_over_rules_floor_us_per_span']:+.2f} us")
+    if "footprint_spread_over_hot" in s:
+        print(f"{'the same calls, 210 functions':<30} / one function {fmt(s['footprint_spread_over_hot'])}, "
+              f"{s['footprint_spread_over_hot_us_per_span']:+.2f} us: the footprint alone")
     print("ratio of total times (pauses included): " +
           ", ".join(f"{name} {v:.3f}x" for name, v in s["ratio_of_totals"].items()))
     if "background_drain_ms" in s:
@@ -503,6 +527,9 @@ def print_report(s: dict[str, Any]) -> None:
         if "compiled_floor_over_floor" in ir:
             print(f"the floor compiled (mypyc): {n['compiled_floor'] / 1e6:.1f}M instructions, "
                   f"{ir['compiled_floor_over_floor']:.3f}x the plain floor's")
+        if "footprint_spread_over_hot" in ir:
+            print(f"the same calls into 210 functions / into one: {ir['footprint_spread_over_hot']:.4f}x the "
+                  f"instructions ({n['footprint_hot'] / 1e6:.1f}M, {n['footprint_spread'] / 1e6:.1f}M)")
         if "processor_over_floor_a_run" in ir:
             print("the processor's arm over the floor's, a run (callgrind's cache simulation): " +
                   ", ".join(f"{k} {v:+,.0f}" for k, v in ir["processor_over_floor_a_run"].items()))
@@ -527,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="also the floor compiled with mypyc (built once into ~/.cache/otel-agenteval/bench-floor)")
     p.add_argument("--rules-floor", action="store_true",
                    help="also the floor with the state the rules keep (conversation, values tested, results handed on)")
+    p.add_argument("--footprint", action="store_true",
+                   help="also the floor plus the same native calls into one function and into 210 (built once into "
+                        "~/.cache/otel-agenteval/bench-footprint): what the code a run passes through costs")
     p.add_argument("--variants", action="store_true",
                    help="also the processor with the tainted-flow rule off, and with only the write named")
     p.add_argument("--gc-off", action="store_true", help="the garbage collector off during the runs")
@@ -543,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     p.add_argument("--cpu-child", choices=("sdk", "processor", "floor", "background", "compiled_floor"),
                    help=argparse.SUPPRESS)
-    p.add_argument("--callgrind-arm", choices=("sdk", "processor", "floor", "compiled_floor"),
+    p.add_argument("--callgrind-arm", choices=("sdk", "processor", "floor", "compiled_floor", "footprint_hot",
+                                              "footprint_spread"),
                    help="only run this arm, for valgrind's instruction count (see benchmarks/README.md)")
     args = p.parse_args(argv)
     if args.otel:
@@ -559,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache_sim and not args.instructions:
         p.error("--cache-sim goes with --instructions")
     s = measure(args.workload, args.rounds, args.runs_per_round, args.warmup, args.in_calls, args.background,
-                args.deferred_floor, args.gc_off, args.variants, args.compiled_floor, args.rules_floor)
+                args.deferred_floor, args.gc_off, args.variants, args.compiled_floor, args.rules_floor, args.footprint)
     if args.cpu:
         s["cpu"] = measure_cpu(args.workload, args.cpu,
                                ["sdk", "processor", "floor", *(["background"] if args.background else []),
@@ -567,7 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.alone:
         s["alone"] = measure_alone(wl.make_workload(args.workload), runs=1000, repeats=7)
     if args.instructions:
-        s["instructions"] = instruction_counts(args.workload, args.runs_per_round, args.cache_sim, args.compiled_floor)
+        s["instructions"] = instruction_counts(args.workload, args.runs_per_round, args.cache_sim, args.compiled_floor,
+                                               args.footprint)
     if args.json:
         json.dump(s, sys.stdout, indent=2)
         print()

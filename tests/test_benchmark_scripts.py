@@ -71,10 +71,35 @@ def test_the_floor_compiled_with_mypyc_runs_beside_the_plain_floor() -> None:
     assert len(s["over_floor"]["compiled_floor"]["rounds"]) == 2
 
 
+def test_the_footprint_arms_make_the_same_calls_into_one_function_or_into_210(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the arm pair is only worth its figure if the calls differ in where their code is, not in what
+    # they do: native functions of one shape, distinct ones a run against one
+    done = subprocess.run([sys.executable, str(SCRIPT), "--workload", "tool-heavy", "--rounds", "2",
+                           "--runs-per-round", "3", "--warmup", "0", "--footprint", "--json"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    s = json.loads(done.stdout)
+    assert {"processor", "footprint_hot", "footprint_spread"} == set(s["over_floor"])
+    assert len(s["footprint_spread_over_hot"]["rounds"]) == 2
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    import _footprint
+
+    compiled = _footprint.functions()  # built by the run above, into the cache outside the clone
+    assert len(compiled) == _footprint.FUNCTIONS == 210
+    assert all(type(f).__name__ == "builtin_function_or_method" for f in compiled)  # native code
+    spread = _footprint.FootprintFloor(compiled, spread=True)
+    hot = _footprint.FootprintFloor(compiled, spread=False)
+    assert len({id(f) for g in spread.groups for f in g}) == 210 and len({id(f) for g in hot.groups for f in g}) == 1
+    assert [len(g) for g in spread.groups] == [len(g) for g in hot.groups] == [_footprint.CALLS_A_SPAN] * 14
+    assert {f({"gen_ai.tool.name": "x"}, 0) for f in compiled} == {0}  # the same outcome in every one
+    assert compiled[5]({"k5": 1}, 0) == 6  # each its own constants
+
+
 def test_every_arm_runs_alone_for_the_instruction_count() -> None:
-    for arm in ("sdk", "processor", "floor", "compiled_floor"):  # what --instructions runs under valgrind
+    for arm in ("sdk", "processor", "floor", "compiled_floor", "footprint_hot", "footprint_spread"):  # under valgrind
         done = subprocess.run([sys.executable, str(SCRIPT), "--callgrind-arm", arm, "--runs-per-round", "3"],
-                              capture_output=True, text=True, timeout=60, check=False)
+                              capture_output=True, text=True, timeout=180, check=False)  # a first build: ~20-40 s
         assert done.returncode == 0, done.stderr[-2000:]
 
 
