@@ -17,10 +17,10 @@ from typing import Any
 
 from _compiled_floor import load
 from _floor import Floor
+from _workloads import SPANS_PER_RUN
 
 CALLS_A_SPAN = 15
-SPANS_A_RUN = 14  # the mixes' spans a run (_workloads.SPANS_PER_RUN)
-FUNCTIONS = CALLS_A_SPAN * SPANS_A_RUN
+FUNCTIONS = CALLS_A_SPAN * SPANS_PER_RUN
 MODULE = "_footprint_functions"
 
 
@@ -48,7 +48,7 @@ def source(functions: int = FUNCTIONS) -> str:
 
 
 def functions() -> list[Callable[[dict[str, Any], int], int]]:
-    """The compiled functions, built on first use (30-40 s) into the cache outside the clone."""
+    """The compiled functions, built on first use (~20 s) into the cache outside the clone."""
     module = load(source(), MODULE, "bench-footprint", "--footprint")
     found: list[Callable[[dict[str, Any], int], int]] = module.FUNCTIONS
     return found
@@ -62,7 +62,7 @@ class FootprintFloor(Floor):
     def __init__(self, compiled: list[Callable[[dict[str, Any], int], int]], spread: bool) -> None:
         super().__init__()
         self.groups = [compiled[k * CALLS_A_SPAN:(k + 1) * CALLS_A_SPAN] if spread else [compiled[0]] * CALLS_A_SPAN
-                       for k in range(SPANS_A_RUN)]
+                       for k in range(SPANS_PER_RUN)]
         self.ended = 0
         self.total = 0  # the functions' results, kept so no call is for nothing
 
@@ -70,7 +70,7 @@ class FootprintFloor(Floor):
         super().on_end(span)
         attrs = span._attributes._dict
         n = 0
-        for f in self.groups[self.ended % SPANS_A_RUN]:
+        for f in self.groups[self.ended % SPANS_PER_RUN]:
             n = f(attrs, n)
         self.ended += 1
         self.total += n

@@ -75,6 +75,7 @@ import _workloads as wl  # noqa: E402
 from _callgrind import objects_made  # noqa: E402
 from _compiled_floor import compiled_floor as compiled_floor_module  # noqa: E402
 from _floor import DeferredFloor, Floor  # noqa: E402
+from _footprint import FUNCTIONS as FOOTPRINT_FUNCTIONS  # noqa: E402
 from _footprint import FootprintFloor  # noqa: E402
 from _footprint import functions as footprint_functions  # noqa: E402
 from _in_calls import TimedCalls  # noqa: E402
@@ -89,7 +90,8 @@ LABELS = {"empty": "empty 2nd processor", "processor": "TrajectoryProcessor", "b
           "floor": "floor (not a processor)", "deferred_floor": "  floor, all at the run's end",
           "compiled_floor": "  floor compiled (mypyc)", "rules_floor": "  floor with the rules' state",
           "no_taint": "  taint: {enabled: false}", "bare": "  the write named, taint off",
-          "footprint_hot": "  floor + calls, one function", "footprint_spread": "  floor + calls, 210 functions"}
+          "footprint_hot": "  floor + calls, one function",
+          "footprint_spread": f"  floor + calls, {FOOTPRINT_FUNCTIONS} functions"}
 VARIANTS = tuple(wl.VARIANTS)  # --variants: the processor on the policy with rules left out
 OVER_FLOOR = ("processor", "background", "compiled_floor", "rules_floor", "footprint_hot", "footprint_spread",
               *VARIANTS)  # the arms also compared with the floor
@@ -479,7 +481,8 @@ def print_report(s: dict[str, Any]) -> None:
         print(f"{LABELS['processor']:<30} / floor with the rules' state {fmt(s['processor_over_rules_floor'])}, "
               f"{s['processor_over_rules_floor_us_per_span']:+.2f} us")
     if "footprint_spread_over_hot" in s:
-        print(f"{'the same calls, 210 functions':<30} / one function {fmt(s['footprint_spread_over_hot'])}, "
+        label = f"the same calls, {FOOTPRINT_FUNCTIONS} functions"
+        print(f"{label:<30} / one function {fmt(s['footprint_spread_over_hot'])}, "
               f"{s['footprint_spread_over_hot_us_per_span']:+.2f} us: the footprint alone")
     print("ratio of total times (pauses included): " +
           ", ".join(f"{name} {v:.3f}x" for name, v in s["ratio_of_totals"].items()))
@@ -528,7 +531,8 @@ def print_report(s: dict[str, Any]) -> None:
             print(f"the floor compiled (mypyc): {n['compiled_floor'] / 1e6:.1f}M instructions, "
                   f"{ir['compiled_floor_over_floor']:.3f}x the plain floor's")
         if "footprint_spread_over_hot" in ir:
-            print(f"the same calls into 210 functions / into one: {ir['footprint_spread_over_hot']:.4f}x the "
+            print(f"the same calls into {FOOTPRINT_FUNCTIONS} functions / into one: "
+                  f"{ir['footprint_spread_over_hot']:.4f}x the "
                   f"instructions ({n['footprint_hot'] / 1e6:.1f}M, {n['footprint_spread'] / 1e6:.1f}M)")
         if "processor_over_floor_a_run" in ir:
             print("the processor's arm over the floor's, a run (callgrind's cache simulation): " +
