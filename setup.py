@@ -37,9 +37,11 @@ WIRE_C = Extension("otel_agenteval.replay.formats._wire_c",
                    depends=[os.path.join("otel_agenteval", "replay", "formats", "_wire_format.h")])
 
 
+BUILD = runpy.run_path(os.path.join("otel_agenteval", "cli", "build.py"))  # which modules, which flags
+
+
 def compiled_paths() -> list[str]:
-    modules = runpy.run_path(os.path.join("otel_agenteval", "cli", "build.py"))["COMPILED_MODULES"]
-    return [os.path.join("otel_agenteval", *name.split(".")) + ".py" for name in modules]
+    return [os.path.join("otel_agenteval", *name.split(".")) + ".py" for name in BUILD["COMPILED_MODULES"]]
 
 
 def stale_extensions() -> list[str]:
@@ -101,6 +103,12 @@ def compiled_extensions() -> list:
 
 class OptionalBuildExt(build_ext):
     """A failed compile (no C compiler, say) leaves the plain Python build, which works the same."""
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type == "unix":  # GCC or clang; MSVC exports nothing unasked already
+            for extension in self.extensions:
+                extension.extra_compile_args = [*extension.extra_compile_args, *BUILD["NATIVE_FLAGS"]]
+        super().build_extensions()
 
     def run(self) -> None:
         started = time.monotonic()

@@ -17,8 +17,11 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
+
+from otel_agenteval.cli.build import NATIVE_FLAGS
 
 SOURCE = Path(__file__).resolve().parent / "_floor.py"
 MODULE = "_floor_compiled"  # the source copied under this name: its own module, beside the plain one
@@ -27,12 +30,12 @@ MYPYC_FLAGS = ("--ignore-missing-imports", "--no-site-packages", "--follow-impor
 
 
 def cache_dir(source: str, kind: str = "bench-floor", flag: str = "--compiled-floor") -> Path:
-    """Where this source's build goes: keyed by the source, Python's version and mypy's."""
+    """Where this source's build goes: keyed by the source, Python's version, mypy's and the C flags."""
     try:
         from mypy.version import __version__ as mypy_version
     except ImportError:
         raise SystemExit(f"{flag}: mypyc is not installed here (pip install mypy)") from None
-    key = hashlib.sha256(source.encode() + sys.version.encode() + mypy_version.encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join([source, sys.version, mypy_version, *NATIVE_FLAGS]).encode()).hexdigest()[:16]
     root = Path(os.environ.get("OTEL_AGENTEVAL_CACHE") or Path.home() / ".cache" / "otel-agenteval")
     return root / kind / key
 
@@ -48,8 +51,10 @@ def build(where: Path, source: str, module: str = MODULE, flag: str = "--compile
     where.mkdir(parents=True, exist_ok=True)
     (where / f"{module}.py").write_text(source, encoding="utf-8")
     print(f"{flag}: compiling {module} with mypyc into {where}", file=sys.stderr, flush=True)
+    # the C flags the package is compiled with (CFLAGS set replaces Python's own, so both are given)
+    cflags = " ".join([sysconfig.get_config_var("CFLAGS") or "", *NATIVE_FLAGS])
     done = subprocess.run([sys.executable, "-m", "mypyc", *MYPYC_FLAGS, f"{module}.py"], cwd=where,
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, env={**os.environ, "CFLAGS": cflags})
     built = built_module(where, module)
     shutil.rmtree(where / "build", ignore_errors=True)  # the generated C and objects: only the module is kept
     if done.returncode != 0 or built is None:
