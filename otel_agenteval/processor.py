@@ -178,7 +178,8 @@ class TrajectoryProcessor(SpanProcessor):
 
             e, handoff = self.engine, self._handoff
             g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), tracer_provider,
-                                    settle=handoff.settle if handoff is not None else None)
+                                    settle=handoff.settle if handoff is not None else None,
+                                    lines=e._events.sinks.lines)
         return g
 
     def stats(self) -> dict[str, Any]:

@@ -25,6 +25,8 @@ def new_stats() -> dict[str, Any]:
                     "shutdown_timeout": 0},  # spans not taken, by why
         "state_dropped": 0,  # entries of bounded per-run and conversation maps not kept
         "clock_skew": 0,  # recorded spans dated in the future (not moving the replay clock)
+        "log_lines_dropped": {"agenteval.violation": 0, "agenteval.blocked": 0,
+                              "agenteval.would_block": 0},  # lines the log's sampling left out, by event
         "errors": {"on_start": 0, "on_end": 0, "rule": 0, "callback": 0, "finish": 0, "shutdown": 0},
     }
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
-from ..model.product_log import product_log
+from ..model.product_log import LineSampling, product_log
 from ..model.trajectory import Trajectory, short_hash
 from ..model.violation import Violation
 from ..reading.labels import safe_label
 from .errors import caught
+from .store import ProcessClock, SpanClock
 from .threadstate import enter, leave
 
 log = product_log()  # structlog as the app set it up; stderr when it did not
@@ -43,14 +46,19 @@ FinishSink = Callable[[Trajectory], None]
 
 class Sinks:
     def __init__(self, on_violation: Sequence[Sink], on_finish: Sequence[FinishSink],
-                 on_trajectory: Sequence[FinishSink], log_violations: bool, errors: dict[str, int]) -> None:
+                 on_trajectory: Sequence[FinishSink], log_violations: bool, stats: dict[str, Any],
+                 clock: ProcessClock | SpanClock) -> None:
         self._on_violation = tuple(on_violation)
         # a finished run goes to the monitor's own sinks (the metrics; errors: stage "finish"),
         # then to the app's callbacks (stage "callback"), each on its own so one broken one starves none
         self._on_finish = tuple((done, "finish") for done in on_finish) + tuple(
             (done, "callback") for done in on_trajectory)
         self._log_violations = log_violations  # off where violations are reported otherwise (replay)
-        self._errors = errors
+        self._errors: dict[str, int] = stats["errors"]
+        # the violations' log lines, and the guard's (Guard takes it), sampled on the engine's clock; not
+        # on a recording's (replay), read at its own pace: each line the command was asked for is written
+        recorded = type(clock) is SpanClock
+        self.lines = LineSampling(stats["log_lines_dropped"], None if recorded else partial(clock.now, 0))
 
     def deliver(self, violations: Sequence[Violation], finished: Trajectory | None) -> None:
         enter()  # a span the sinks make is theirs, not the agent's
@@ -74,6 +82,9 @@ class Sinks:
 
     def _log(self, v: Violation) -> None:
         try:
+            dropped = self.lines.admit("agenteval.violation", v.rule, v.service_name, v.agent, v.tool)
+            if dropped is None:
+                return  # sampled out, counted
             # names come from spans: made printable and bounded, so a log line cannot be forged
             details = {k: safe_label(x, 256) if isinstance(x, str) else x for k, x in v.details.items()}
             fields = {"rule": v.rule, "severity": v.severity, "agent": safe_label(v.agent, 256),
@@ -83,6 +94,8 @@ class Sinks:
                       "conversation": short_hash(v.conversation_id) if v.conversation_id else None,
                       **details}
             fields = {k: x for k, x in fields.items() if x is not None}  # no "tool=None" in a log line
+            if dropped:
+                fields["lines_dropped"] = dropped  # of this kind, since the last one written
             log.warning(f"agenteval.violation: {safe_label(v.message, 2048)}", **fields)
         except BaseException:  # the app's logging set-up is user code too
             caught(self._errors, "callback")

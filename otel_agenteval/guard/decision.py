@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..model.product_log import product_log
+from ..model.product_log import LineSampling, product_log
 from ..model.rule_names import Severity
 from ..model.trajectory import short_hash
 from ..model.violation import Violation
@@ -114,17 +114,22 @@ __all__ = ["CONFIRMATION_RULES", "GUARD_ERROR", "ActionBlocked", "Decision"]
 
 
 def log_stopped(decision: Decision, agent: str, service: str, trace_id: int, span_id: int,
-                conversation_id: str | None) -> None:
-    """One log line for a call the guard stopped (``agenteval.blocked``) or, in ``mode: observe``,
+                conversation_id: str | None, lines: LineSampling) -> None:
+    """The log line for a call the guard stopped (``agenteval.blocked``) or, in ``mode: observe``,
     would have (``agenteval.would_block``): as a violation's line, ids in hex, the conversation id
-    hashed (:func:`short_hash`), no argument values."""
+    hashed (:func:`short_hash`), no argument values; sampled by ``lines`` as the violations' are."""
+    event = "agenteval.blocked" if not decision.allowed else "agenteval.would_block"
+    dropped = lines.admit(event, decision.rule, service, agent, decision.tool)
+    if dropped is None:
+        return  # sampled out, counted
     fields: dict[str, Any] = {"rule": decision.rule or GUARD_ERROR, "severity": decision.severity,
                               "agent": safe_label(agent, 256), "tool": safe_label(decision.tool, 256),
                               "service_name": safe_label(service, 256), "mode": decision.mode,
                               "trace_id": f"{trace_id:032x}", "span_id": f"{span_id:016x}"}
     if conversation_id:
         fields["conversation"] = short_hash(conversation_id)
-    event = "agenteval.blocked" if not decision.allowed else "agenteval.would_block"
+    if dropped:
+        fields["lines_dropped"] = dropped  # of this kind, since the last one written
     message = safe_label(f"{decision.tool} stopped before it ran: {decision.message or decision.rule}", 2048)
     log.warning(f"{event}: {message}", **fields)
 

@@ -30,6 +30,7 @@ from ..engine.routing import Run
 from ..engine.store import Store, conversation_key
 from ..engine.threadstate import enter, leave
 from ..metrics.prometheus import GuardMetrics
+from ..model.product_log import LineSampling
 from ..model.trajectory import ToolStep, Trajectory
 from ..model.violation import Violation
 from ..reading import semconv as sc
@@ -52,8 +53,9 @@ class Guard:
 
     def __init__(self, dispatch: Dispatch, store: Store, routes: dict[int, Run], metrics: GuardMetrics,
                  tracer_provider: trace.TracerProvider | None = None,
-                 settle: Callable[[], bool] | None = None) -> None:
+                 settle: Callable[[], bool] | None = None, lines: LineSampling | None = None) -> None:
         self._dispatch = dispatch
+        self._lines = lines if lines is not None else LineSampling({})  # the engine's: violations' and ours
         self._settle = settle  # background=True: apply the span ends queued before the call first
         self._policy = policy = dispatch.policy
         self._store = store
@@ -255,7 +257,8 @@ class Guard:
         self._metrics.stopped(t.service_name, t.agent_name, decision.rule or GUARD_ERROR, decision.tool,
                               not decision.allowed)
         ctx = span.get_span_context()
-        log_stopped(decision, t.agent_name, t.service_name, ctx.trace_id, ctx.span_id, t.conversation_id)
+        log_stopped(decision, t.agent_name, t.service_name, ctx.trace_id, ctx.span_id, t.conversation_id,
+                    self._lines)
 
     def _failed(self, tool: str, plan: GuardPlan, span: Any) -> Decision:
         closed = plan.fail_closed

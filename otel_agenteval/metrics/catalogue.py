@@ -160,6 +160,11 @@ SPANS_DROPPED = Declared("agenteval_spans_dropped",
 STATE_DROPPED = Declared("agenteval_state_dropped",
                          "Entries of bounded per-run and per-conversation maps not kept (writes, repeats).",
                          otel="agenteval.state_dropped", unit="{entry}")
+LOG_LINES_DROPPED = Declared("agenteval_log_lines_dropped",
+                             "The product's log lines not written because lines of their kind (event, rule, "
+                             "service, agent, tool) came faster than the log's sampling writes them: the first 10 "
+                             "in each 10 s, then one in 100; by event.",
+                             ("event",), otel="agenteval.log_lines_dropped", unit="{line}")
 CLOCK_SKEW = Declared("agenteval_clock_skew_spans",
                       "Recorded spans dated more than a day past the wall clock (not moving the replay clock).",
                       otel="agenteval.clock_skew_spans", unit="{span}")

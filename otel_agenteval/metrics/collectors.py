@@ -118,6 +118,10 @@ class SelfCollector(Collector):
         yield dropped
         yield _family(m.STATE_DROPPED, s["state_dropped"])
         yield _family(m.CLOCK_SKEW, s["clock_skew"])
+        lines = _family(m.LOG_LINES_DROPPED)
+        for event, n in sorted(s["log_lines_dropped"].items()):
+            lines.add_metric((event,), n)
+        yield lines
         conv = _family(m.CONVERSATIONS_EVICTED)
         for reason, n in sorted(s["conversations_evicted"].items()):
             conv.add_metric((reason,), n)

@@ -75,7 +75,8 @@ def replay(
         done.insert(0, result.trajectories.append)
         found.insert(0, result.violations.append)
 
-    # violations come back to the caller (and out in the commands' reports): a log line each only if asked
+    # violations come back to the caller (and out in the commands' reports): a log line each only if
+    # asked, and then every one (the span clock: a recording is read at its own pace, not sampled)
     engine = Engine(policy, on_violation=found, on_finish=done, log_violations=log_violations, clock=SpanClock(),
                     one_caller=True)
     feeder = Feeder(engine, max_held_spans)
