@@ -35,7 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--service-name", default="support-demo", help="resource service.name")
     p.add_argument("--format", choices=("table", "json"), default="table", help="summary format")
     p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--verbose", "-v", action="store_true", help="log each violation to stderr as it is found")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="log violations and stopped calls to stderr as they are found, sampled as in "
+                        "production (the first 10 of a kind in 10 s, then one in 100; the summary counts every one)")
     p.add_argument("--traces-out", metavar="FILE",
                    help="also record the spans as OTLP JSON lines (.gz ok), for `replay` and `score`")
 
