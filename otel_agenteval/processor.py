@@ -177,9 +177,8 @@ class TrajectoryProcessor(SpanProcessor):
             from .guard.guard import Guard  # imported when asked for
 
             e, handoff = self.engine, self._handoff
-            g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), tracer_provider,
-                                    settle=handoff.settle if handoff is not None else None,
-                                    lines=e._events.sinks.lines)
+            g = self._guard = Guard(e._dispatch, e._store, e._routes, self.metrics.guard(), e._events.sinks.lines,
+                                    tracer_provider, settle=handoff.settle if handoff is not None else None)
         return g
 
     def stats(self) -> dict[str, Any]:

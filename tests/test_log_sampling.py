@@ -74,6 +74,18 @@ def _dropped(registry: CollectorRegistry, event: str) -> float | None:
     return registry.get_sample_value("agenteval_log_lines_dropped_total", {"event": event})
 
 
+def _writes(tracer: Any, calls: dict[str, int]) -> None:
+    """One agent run calling each tool that many times with the same arguments."""
+    with tracer.start_as_current_span("invoke_agent support", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
+        for tool, n in calls.items():
+            for _ in range(n):
+                with tracer.start_as_current_span(f"execute_tool {tool}", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                        "gen_ai.tool.call.arguments": '{"order_id": "88120"}'}):
+                    pass
+
+
 def test_a_loop_of_stopped_calls_writes_a_few_lines_and_counts_every_call(capsys: Any) -> None:
     structlog.reset_defaults()  # as an app that configured nothing: the lines go to stderr
     registry = CollectorRegistry()
@@ -113,19 +125,8 @@ def test_repeated_violations_are_sampled_by_kind(capsys: Any) -> None:
     provider = TracerProvider()
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("app")
-    writes = 300
-    with tracer.start_as_current_span("invoke_agent support", attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
-        for _ in range(writes):  # the same claim again and again: 299 duplicate writes
-            with tracer.start_as_current_span("execute_tool create_claim", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "create_claim",
-                    "gen_ai.tool.call.arguments": '{"order_id": "88120"}'}):
-                pass
-        for _ in range(2):  # another kind (another tool): its duplicate is written
-            with tracer.start_as_current_span("execute_tool issue_refund", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "issue_refund",
-                    "gen_ai.tool.call.arguments": '{"order_id": "88120"}'}):
-                pass
+    writes = 300  # the same claim again and again: 299 duplicate writes; another tool's duplicate, another kind
+    _writes(tracer, {"create_claim": writes, "issue_refund": 2})
     provider.shutdown()
     lines = _stderr_lines(capsys.readouterr().err, "agenteval.violation")
     duplicates = [line for line in lines if "tool=create_claim" in line]
@@ -137,22 +138,12 @@ def test_repeated_violations_are_sampled_by_kind(capsys: Any) -> None:
     assert _dropped(registry, "agenteval.violation") == writes - 1 - len(duplicates)
 
 
-def _claims(tracer: Any, writes: int) -> None:
-    with tracer.start_as_current_span("invoke_agent support", attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
-        for _ in range(writes):
-            with tracer.start_as_current_span("execute_tool create_claim", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "create_claim",
-                    "gen_ai.tool.call.arguments": '{"order_id": "88120"}'}):
-                pass
-
-
 def test_replay_verbose_logs_every_violation(tmp_path: Any, capsys: Any) -> None:
     """A recording is read at its own pace: ``replay -v`` asked for each violation, and gets each."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _claims(provider.get_tracer("app"), 60)
+    _writes(provider.get_tracer("app"), {"create_claim": 60})
     provider.shutdown()
     trace_file = otlp_json_lines(exporter.get_finished_spans(), tmp_path / "run.jsonl")
     policy = tmp_path / "policy.yaml"

@@ -52,10 +52,10 @@ class Guard:
     """
 
     def __init__(self, dispatch: Dispatch, store: Store, routes: dict[int, Run], metrics: GuardMetrics,
-                 tracer_provider: trace.TracerProvider | None = None,
-                 settle: Callable[[], bool] | None = None, lines: LineSampling | None = None) -> None:
+                 lines: LineSampling, tracer_provider: trace.TracerProvider | None = None,
+                 settle: Callable[[], bool] | None = None) -> None:
         self._dispatch = dispatch
-        self._lines = lines if lines is not None else LineSampling({})  # the engine's: violations' and ours
+        self._lines = lines  # the engine's: the stopped calls' log lines sampled with the violations'
         self._settle = settle  # background=True: apply the span ends queued before the call first
         self._policy = policy = dispatch.policy
         self._store = store
