@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import structlog
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
@@ -184,6 +185,19 @@ def child_exit_code(pid: int, what: str, timeout_s: float = 20.0) -> int:
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     pytest.fail(what)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterable[None]:
+    """A command run in a test (``main([...])``) configures structlog as an application does, onto
+    that test's captured stderr: each test leaves the configuration as it found it, so no later
+    test's log lines go to a closed stream (counted as callback errors)."""
+    configured, config = structlog.is_configured(), structlog.get_config()
+    yield
+    if configured:
+        structlog.configure(**config)
+    else:
+        structlog.reset_defaults()
 
 
 @pytest.fixture

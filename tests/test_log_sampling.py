@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 from trace_files import otlp_json_lines
 
-from otel_agenteval import Policy, TrajectoryProcessor
+from otel_agenteval import Policy, PolicyError, TrajectoryProcessor
 from otel_agenteval.cli.main import main
 from otel_agenteval.model import product_log
 from otel_agenteval.model.product_log import FIRST, MAX_KINDS, THEREAFTER, TICK_NS, LineSampling
@@ -86,16 +86,17 @@ def _writes(tracer: Any, calls: dict[str, int]) -> None:
                     pass
 
 
-def test_a_loop_of_stopped_calls_writes_a_few_lines_and_counts_every_call(capsys: Any) -> None:
+def _stop_a_call(policy: str, calls: int, capsys: Any) -> tuple[list[str], CollectorRegistry]:
+    """A guarded agent makes one claim, then the same claim ``calls`` times, each stopped: the
+    lines written and the registry."""
     structlog.reset_defaults()  # as an app that configured nothing: the lines go to stderr
     registry = CollectorRegistry()
-    processor = TrajectoryProcessor(Policy.from_yaml(POLICY, "<test>"), registry=registry,
+    processor = TrajectoryProcessor(Policy.from_yaml(policy, "<test>"), registry=registry,
                                     clock=lambda: 0)  # one window, however slow the machine
     provider = TracerProvider()
     provider.add_span_processor(processor)
     tracer, guard = provider.get_tracer("app"), processor.guard(tracer_provider=provider)
     claim = {"order_id": "88120", "reason": "damaged"}
-    calls = 500
     with tracer.start_as_current_span("invoke_agent support", attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}):
         with tracer.start_as_current_span("execute_tool create_claim", attributes={
@@ -105,7 +106,12 @@ def test_a_loop_of_stopped_calls_writes_a_few_lines_and_counts_every_call(capsys
         stopped = [guard.check("create_claim", claim).allowed for _ in range(calls)]
     provider.shutdown()
     assert not any(stopped)
-    written = _stderr_lines(capsys.readouterr().err, "agenteval.blocked")
+    return _stderr_lines(capsys.readouterr().err, "agenteval.blocked"), registry
+
+
+def test_a_loop_of_stopped_calls_writes_a_few_lines_and_counts_every_call(capsys: Any) -> None:
+    calls = 500
+    written, registry = _stop_a_call(POLICY, calls, capsys)
     assert len(written) == FIRST + (calls - FIRST) // THEREAFTER == 14
     assert not any("lines_dropped" in line for line in written[:FIRST])
     assert all("lines_dropped=99" in line for line in written[FIRST:])
@@ -115,6 +121,40 @@ def test_a_loop_of_stopped_calls_writes_a_few_lines_and_counts_every_call(capsys
     assert [(s.labels["rule"], s.labels["tool"], s.value) for m in registry.collect()
             if m.name == "agenteval_blocked_actions" for s in m.samples
             if s.name.endswith("_total")] == [("duplicate_write", "create_claim", calls)]
+
+
+@pytest.mark.parametrize(("sampling", "written"), [
+    ("{enabled: false}", 500),  # an audit log: every line
+    ("{initial: 3, thereafter: 50}", 3 + (500 - 3) // 50),
+    ("{initial: 2, thereafter: 0}", 2),  # none past the first till the next tick, as the Collector's
+])
+def test_the_policy_sets_the_schedule_or_turns_it_off(sampling: str, written: int, capsys: Any) -> None:
+    lines, registry = _stop_a_call(POLICY + f"outputs: {{log_sampling: {sampling}}}\n", 500, capsys)
+    assert len(lines) == written
+    assert _dropped(registry, "agenteval.blocked") == 500 - written
+
+
+def test_the_tick_starts_a_kind_afresh() -> None:
+    dropped: dict[str, int] = {}
+    clock = Clock()
+    lines = LineSampling(dropped, clock, first=1, thereafter=0, tick_ns=5)
+    assert [lines.admit("agenteval.violation", "budget_breach") for _ in range(4)] == [0, None, None, None]
+    clock.now += 4
+    assert lines.admit("agenteval.violation", "budget_breach") is None
+    clock.now += 1  # the tick is over: written, telling the four left out
+    assert lines.admit("agenteval.violation", "budget_breach") == 4
+    assert dropped == {"agenteval.violation": 4}
+
+
+@pytest.mark.parametrize(("setting", "error"), [
+    ("{thereafter: -1}", "outputs.log_sampling.thereafter: must be >= 0"),
+    ("{tick_s: 0}", "outputs.log_sampling.tick_s: must be > 0"),
+    ("{initial: many}", "outputs.log_sampling.initial: Input should be a valid integer"),
+    ("{every: 1}", "outputs.log_sampling.every"),
+])
+def test_a_bad_sampling_setting_is_named(setting: str, error: str) -> None:
+    with pytest.raises(PolicyError, match=error):
+        Policy.from_yaml(f"outputs: {{log_sampling: {setting}}}\n", "<test>")
 
 
 def test_repeated_violations_are_sampled_by_kind(capsys: Any) -> None:

@@ -59,7 +59,7 @@ class Engine:
         self._dispatch = Dispatch(policy, rules, self._stats["errors"], log_violations)
         self._store = Store(policy.limits, self._stats)
         self._assembler = Assembler(policy, policy.limits.max_tool_labels, self._stats)
-        sinks = Sinks(on_violation, on_finish, on_trajectory, log_violations, self._stats, self._clock)
+        sinks = Sinks(on_violation, on_finish, on_trajectory, log_violations, policy.outputs, self._stats, self._clock)
         self._events = RunEvents(self._dispatch, self._assembler, self._store, sinks, self._clock, self._stats)
         self._needs_confirmations = policy.needs_confirmations
         self._max_routes = policy.limits.max_open_spans

@@ -15,6 +15,7 @@ from typing import Any
 from ..model.product_log import LineSampling, product_log
 from ..model.trajectory import Trajectory, short_hash
 from ..model.violation import Violation
+from ..policy.sections import OutputsPolicy
 from ..reading.labels import safe_label
 from .errors import caught
 from .store import ProcessClock, SpanClock
@@ -46,8 +47,8 @@ FinishSink = Callable[[Trajectory], None]
 
 class Sinks:
     def __init__(self, on_violation: Sequence[Sink], on_finish: Sequence[FinishSink],
-                 on_trajectory: Sequence[FinishSink], log_violations: bool, stats: dict[str, Any],
-                 clock: ProcessClock | SpanClock) -> None:
+                 on_trajectory: Sequence[FinishSink], log_violations: bool, outputs: OutputsPolicy,
+                 stats: dict[str, Any], clock: ProcessClock | SpanClock) -> None:
         self._on_violation = tuple(on_violation)
         # a finished run goes to the monitor's own sinks (the metrics; errors: stage "finish"),
         # then to the app's callbacks (stage "callback"), each on its own so one broken one starves none
@@ -55,10 +56,12 @@ class Sinks:
             (done, "callback") for done in on_trajectory)
         self._log_violations = log_violations  # off where violations are reported otherwise (replay)
         self._errors: dict[str, int] = stats["errors"]
-        # the violations' log lines, and the guard's (Guard takes it), sampled on the engine's clock; not
-        # on a recording's (replay), read at its own pace: each line the command was asked for is written
-        recorded = type(clock) is SpanClock
-        self.lines = LineSampling(stats["log_lines_dropped"], None if recorded else partial(clock.now, 0))
+        # the violations' log lines, and the guard's (Guard takes it), sampled on the engine's clock as the
+        # policy says; not on a recording's (replay), read at its own pace: each line asked for is written
+        sampling = outputs.log_sampling
+        sampled = sampling.enabled and type(clock) is not SpanClock
+        self.lines = LineSampling(stats["log_lines_dropped"], partial(clock.now, 0) if sampled else None,
+                                  sampling.initial, sampling.thereafter, round(sampling.tick_s * 1e9))
 
     def deliver(self, violations: Sequence[Violation], finished: Trajectory | None) -> None:
         enter()  # a span the sinks make is theirs, not the agent's

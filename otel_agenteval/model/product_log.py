@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 
-# per kind of line, the first FIRST in each TICK_NS are written, then one in THEREAFTER
-# (the Collector's defaults: service.telemetry.logs.sampling)
+# per kind of line, the first FIRST in each TICK_NS are written, then one in THEREAFTER (the
+# Collector's defaults for service.telemetry.logs.sampling; the policy's outputs.log_sampling sets them)
 FIRST = 10
 THEREAFTER = 100
 TICK_NS = 10 * 10**9  # 10 s
@@ -66,17 +66,21 @@ class _Window:
 
 class LineSampling:
     """Which of a repeated line's occurrences are written: per kind (its event and what tells the
-    lines apart, e.g. rule, service, agent and tool), the first :data:`FIRST` in each 10 s
-    (:data:`TICK_NS`), then one in :data:`THEREAFTER`. Each line left out is counted in
+    lines apart, e.g. rule, service, agent and tool), by default the first :data:`FIRST` in each
+    10 s (:data:`TICK_NS`), then one in :data:`THEREAFTER`. Each line left out is counted in
     ``dropped`` (by event; ``agenteval_log_lines_dropped_total``), and the next line written of its
     kind says how many it follows (``lines_dropped``). A loop of stopped calls costs the app's
     logger a few lines, not one per call; what was stopped is still on every span and counter.
 
-    ``clock``: monotonic ns (the engine's, injectable); ``None``: every line is written."""
+    ``clock``: monotonic ns (the engine's, injectable); ``None``: every line is written. ``first``,
+    ``thereafter`` and ``tick_ns``: the schedule (the policy's ``outputs.log_sampling``); ``thereafter``
+    0 writes none past the first until the next window, as the Collector's."""
 
-    def __init__(self, dropped: dict[str, int], clock: Callable[[], int] | None = time.monotonic_ns) -> None:
+    def __init__(self, dropped: dict[str, int], clock: Callable[[], int] | None = time.monotonic_ns,
+                 first: int = FIRST, thereafter: int = THEREAFTER, tick_ns: int = TICK_NS) -> None:
         self.dropped = dropped  # event -> lines not written
         self._clock = clock
+        self._first, self._thereafter, self._tick_ns = first, thereafter, tick_ns
         self._kinds: dict[tuple[str | None, ...], _Window] = {}
         self._swept: int | None = None  # when kinds were last forgotten (at most once a window)
 
@@ -90,17 +94,18 @@ class LineSampling:
         with _LOCK:
             w = self._kinds.get(key)
             if w is None:
-                if len(self._kinds) >= MAX_KINDS and (self._swept is None or now - self._swept >= TICK_NS):
+                if len(self._kinds) >= MAX_KINDS and (self._swept is None or now - self._swept >= self._tick_ns):
                     self._forget(now)
                 if len(self._kinds) >= MAX_KINDS:
                     key = (event,)  # past the bound, the event's other kinds are one
                     w = self._kinds.get(key)
                 if w is None:
                     w = self._kinds[key] = _Window(now)
-            if now - w.start >= TICK_NS:
+            if now - w.start >= self._tick_ns:
                 w.start, w.seen = now, 0  # a new window; what was left out is told by its first line
             w.seen += 1
-            if w.seen <= FIRST or (w.seen - FIRST) % THEREAFTER == 0:
+            first, thereafter = self._first, self._thereafter
+            if w.seen <= first or (thereafter and (w.seen - first) % thereafter == 0):
                 dropped, w.dropped = w.dropped, 0
                 return dropped
             w.dropped += 1
@@ -110,7 +115,7 @@ class LineSampling:
     def _forget(self, now: int) -> None:
         """Kinds whose window is over with nothing left out untold: they would start afresh."""
         self._swept = now
-        for key in [k for k, w in self._kinds.items() if now - w.start >= TICK_NS and not w.dropped]:
+        for key in [k for k, w in self._kinds.items() if now - w.start >= self._tick_ns and not w.dropped]:
             del self._kinds[key]
 
 

@@ -162,6 +162,16 @@ class OutcomePolicy(_Model):
     success_when: list[str] = []
 
 
+class LogSampling(_Model):
+    """The violation and stopped-call log lines, sampled per kind as the OpenTelemetry Collector
+    samples its own log (``service.telemetry.logs.sampling``: the same settings and defaults)."""
+
+    enabled: bool = True  # false: every line written (spans and counters see every one either way)
+    initial: int = Field(default=10, ge=0, le=1_000_000)  # of a kind, written in each tick
+    thereafter: int = Field(default=100, ge=0, le=1_000_000)  # then one in this many; 0: none till the next tick
+    tick_s: float = Field(default=10.0, gt=0, le=MAX_TTL_S)
+
+
 class OutputsPolicy(_Model):
     """Where findings go besides metrics and logs."""
 
@@ -169,6 +179,7 @@ class OutputsPolicy(_Model):
     evaluation_runs: bool = False  # and one per finished run, with its outcome
     evaluation_ids_in_clear: bool = False  # conversation ids in clear on those records (hashed otherwise)
     loop_repeats: int = Field(default=5, ge=2)  # agenteval_loops_total: one call (tool + arguments) this often in a run
+    log_sampling: LogSampling = LogSampling()  # the violation and stopped-call log lines
 
 
 class Limits(_Model):
