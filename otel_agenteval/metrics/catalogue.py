@@ -162,8 +162,8 @@ STATE_DROPPED = Declared("agenteval_state_dropped",
                          otel="agenteval.state_dropped", unit="{entry}")
 LOG_LINES_DROPPED = Declared("agenteval_log_lines_dropped",
                              "The product's log lines not written because lines of their kind (event, rule, "
-                             "service, agent, tool) came faster than the log's sampling writes them: the first 10 "
-                             "in each 10 s, then one in 100; by event.",
+                             "service, agent, tool) came faster than the log's sampling writes them "
+                             "(outputs.log_sampling; by default the first 10 in each 10 s, then one in 100); by event.",
                              ("event",), otel="agenteval.log_lines_dropped", unit="{line}")
 CLOCK_SKEW = Declared("agenteval_clock_skew_spans",
                       "Recorded spans dated more than a day past the wall clock (not moving the replay clock).",

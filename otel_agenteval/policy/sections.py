@@ -11,6 +11,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from ..model.patterns import compile_pattern
+from ..model.product_log import FIRST, THEREAFTER, TICK_NS
 
 
 class _Model(BaseModel):
@@ -167,9 +168,9 @@ class LogSampling(_Model):
     samples its own log (``service.telemetry.logs.sampling``: the same settings and defaults)."""
 
     enabled: bool = True  # false: every line written (spans and counters see every one either way)
-    initial: int = Field(default=10, ge=0, le=1_000_000)  # of a kind, written in each tick
-    thereafter: int = Field(default=100, ge=0, le=1_000_000)  # then one in this many; 0: none till the next tick
-    tick_s: float = Field(default=10.0, gt=0, le=MAX_TTL_S)
+    initial: int = Field(default=FIRST, ge=0, le=1_000_000)  # of a kind, written in each tick
+    thereafter: int = Field(default=THEREAFTER, ge=0, le=1_000_000)  # then one in this many; 0: none till the next tick
+    tick_s: float = Field(default=TICK_NS / 1e9, gt=0, le=MAX_TTL_S)
 
 
 class OutputsPolicy(_Model):
